@@ -1,0 +1,43 @@
+# pyframe developer targets.  `make help` lists them.
+# Interpreters are found by tools/find-python: python3.12/python3.13 on PATH
+# if they run, else pyenv's installs.
+
+PY312 := $(shell tools/find-python 3.12)
+PY313 := $(shell tools/find-python 3.13)
+# tox discovers interpreters on PATH: put the real ones first.
+export PATH := $(dir $(PY312)):$(dir $(PY313)):$(PATH)
+
+TOOLS := .venv-tools
+VENV := .venv-3.12
+
+.PHONY: help run test dev lint clean
+
+help:  ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 12
+
+$(TOOLS)/bin/tox:
+	$(PY312) -m venv $(TOOLS)
+	$(TOOLS)/bin/pip install --quiet --upgrade pip 'tox>=4.11'
+
+$(VENV)/bin/python:
+	$(PY312) -m venv $(VENV)
+
+run: $(VENV)/bin/python  ## build pyframe and run examples/hello.py under a printing callback
+	$(VENV)/bin/pip install --quiet .
+	$(VENV)/bin/python examples/hello.py
+
+test: $(TOOLS)/bin/tox  ## run the test matrix (py312, py313) and lint, as CI does
+	$(TOOLS)/bin/tox run -e py312,py313,lint
+
+dev:  ## editable installs in .venv-3.12 and .venv-3.13 for quick pytest runs
+	for py in $(PY312) $(PY313); do \
+	  v=.venv-$$($$py -c 'import sys; print("%d.%d" % sys.version_info[:2])'); \
+	  $$py -m venv $$v && $$v/bin/pip install --quiet cython setuptools && \
+	  PYFRAME_DEBUG=1 PYFRAME_WERROR=1 $$v/bin/pip install --quiet --no-build-isolation -e '.[test]' || exit 1; \
+	done
+
+lint: $(TOOLS)/bin/tox  ## ruff, and the C compiled with -Werror
+	$(TOOLS)/bin/tox run -e lint
+
+clean:  ## remove builds, venvs and caches
+	rm -rf build dist *.egg-info .tox $(TOOLS) .venv-3.1* pyframe/_cframe.c pyframe/*.so

@@ -1,0 +1,86 @@
+/* compat.h: the one place that knows which CPython pyframe is built against.
+ *
+ * Every PY_VERSION_HEX test and every include of CPython's internal headers
+ * lives here; the rest of cframe/ uses the named macros and inline helpers
+ * below.  pyframe/_support.py states the same supported versions in Python.
+ */
+#ifndef PYFRAME_COMPAT_H
+#define PYFRAME_COMPAT_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#if PY_VERSION_HEX < 0x030C0000 || PY_VERSION_HEX >= 0x030E0000
+#  error "pyframe supports CPython 3.12 and 3.13 only"
+#endif
+#ifdef Py_GIL_DISABLED
+#  error "pyframe supports CPython 3.12 and 3.13 with the GIL only"
+#endif
+
+/* CPython 3.13 changed the interpreter frame in ways that touch us:
+ * - gh-105727: _PyInterpreterFrame.f_code became f_executable (still always a
+ *   code object for the frames a PEP 523 function is handed).
+ * - prev_instr ("one before the next instruction") became instr_ptr ("the
+ *   instruction about to run"), so a frame that has not started points one
+ *   code unit earlier on 3.12 than on 3.13.
+ * - _PyCFrame went away: the current frame moved from tstate->cframe to
+ *   tstate itself.
+ * - _PyEval_FrameClearAndPop is exported; 3.12 exports nothing that clears
+ *   and pops a thread frame, so eval_frame.c does it itself there.
+ * Remove the 3.12 branches when 3.12 support is dropped. */
+#define PYFRAME_PY313 (PY_VERSION_HEX >= 0x030D0000)
+
+#ifndef Py_BUILD_CORE
+#  define Py_BUILD_CORE 1
+#endif
+#include "internal/pycore_code.h"     // _PyLocals_GetKind, CO_FAST_*, _PyCode_CODE
+#include "internal/pycore_frame.h"    // _PyInterpreterFrame, struct _frame
+#if PYFRAME_PY313
+#  include "internal/pycore_ceval.h"  // _PyEval_FrameClearAndPop
+#endif
+
+static inline PyCodeObject *
+compat_frame_code(_PyInterpreterFrame *frame)
+{
+#if PYFRAME_PY313
+    return (PyCodeObject *)frame->f_executable;
+#else
+    return frame->f_code;
+#endif
+}
+
+/* The frame the thread is running now (the caller, while a PEP 523 function
+ * is deciding about a new frame: CPython links the new frame only inside
+ * _PyEval_EvalFrameDefault). */
+static inline _PyInterpreterFrame *
+compat_current_frame(PyThreadState *tstate)
+{
+#if PYFRAME_PY313
+    return tstate->current_frame;
+#else
+    return tstate->cframe->current_frame;
+#endif
+}
+
+/* The offset in bytes CPython's frame.f_lasti would report: -1 on 3.12 for a
+ * frame that has not started, 0 on 3.13. */
+static inline int
+compat_frame_lasti(_PyInterpreterFrame *frame)
+{
+    int units = _PyInterpreterFrame_LASTI(frame);
+    return units < 0 ? -1 : units * (int)sizeof(_Py_CODEUNIT);
+}
+
+/* True while the frame has run none of its instructions. */
+static inline int
+compat_frame_not_started(_PyInterpreterFrame *frame)
+{
+    _Py_CODEUNIT *first = _PyCode_CODE(compat_frame_code(frame));
+#if PYFRAME_PY313
+    return frame->instr_ptr == first;
+#else
+    return frame->prev_instr == first - 1;
+#endif
+}
+
+#endif /* PYFRAME_COMPAT_H */

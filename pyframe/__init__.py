@@ -1,0 +1,38 @@
+"""pyframe: see, skip or replace every Python frame before it runs.
+
+pyframe installs a PEP 523 frame evaluation function on CPython 3.12 and 3.13
+and hands each new frame of a thread to that thread's callback, with the
+frame's entry locals built by pyframe itself.
+"""
+
+from ._support import unsupported_reason as _unsupported_reason
+
+_reason = _unsupported_reason()
+if _reason is not None:
+    raise ImportError(_reason)
+del _reason, _unsupported_reason
+
+from ._cframe import (  # noqa: E402
+    SKIP,
+    SKIP_RECURSIVE,
+    UNBOUND,
+    Frame,
+    callback,
+    get_callback,
+    hook_installed,
+    reset,
+    set_callback,
+)
+
+__all__ = [
+    "SKIP",
+    "SKIP_RECURSIVE",
+    "UNBOUND",
+    "Frame",
+    "callback",
+    "get_callback",
+    "hook_installed",
+    "reset",
+    "set_callback",
+]
+__version__ = "0.1.0.dev0"

@@ -1,0 +1,242 @@
+# cython: language_level=3, boundscheck=False, wraparound=False
+"""pyframe._cframe: the Python-facing layer over cframe/.
+
+It owns the Frame type handed to callbacks, the sentinels, argument checking
+and the callback API; cframe/eval_frame.c owns the hook itself and calls
+`_dispatch` below for every frame it asks about.
+"""
+
+cimport cython
+from cpython.object cimport PyObject
+from cpython.pystate cimport PyThreadState
+
+from types import CodeType
+
+
+cdef extern from "pyframe.h":
+    cdef struct _PyInterpreterFrame:
+        pass
+
+    ctypedef int (*pyframe_dispatch_fn)(object, _PyInterpreterFrame *,
+                                        _PyInterpreterFrame *, PyThreadState *) except -1
+
+    enum:
+        PYFRAME_ERROR
+        PYFRAME_RUN
+        PYFRAME_SKIP
+        PYFRAME_SKIP_RECURSIVE
+
+    int pyframe_hook_init(pyframe_dispatch_fn dispatch) except -1
+    PyObject *pyframe_thread_get_callback()
+    object pyframe_thread_set_callback(PyObject *callback)
+    int pyframe_hook_installed()
+    void pyframe_reset_code(object code)
+    void pyframe_reset_all()
+
+    PyObject *pyframe_frame_code(_PyInterpreterFrame *frame)
+    PyObject *pyframe_frame_globals(_PyInterpreterFrame *frame)
+    PyObject *pyframe_frame_builtins(_PyInterpreterFrame *frame)
+    int pyframe_frame_lasti(_PyInterpreterFrame *frame)
+    object pyframe_frame_back(PyThreadState *tstate, _PyInterpreterFrame *caller)
+
+    object pyframe_build_locals(_PyInterpreterFrame *frame)
+    object pyframe_localsplus(_PyInterpreterFrame *frame, object unbound)
+    int pyframe_set_local(_PyInterpreterFrame *frame, object name, object value) except -1
+
+
+cdef extern from "Python.h":
+    ctypedef struct PyCodeObject:
+        int co_flags
+
+
+cdef class _Sentinel:
+    """A named singleton such as pyframe.SKIP."""
+
+    cdef readonly str name
+
+    def __init__(self, str name):
+        self.name = name
+
+    def __repr__(self):
+        return "pyframe." + self.name
+
+    def __reduce__(self):
+        return self.name
+
+
+SKIP = _Sentinel("SKIP")
+SKIP_RECURSIVE = _Sentinel("SKIP_RECURSIVE")
+UNBOUND = _Sentinel("UNBOUND")
+
+cdef int _CO_GENERATOR_LIKE = 0x20 | 0x80 | 0x200   # generator, coroutine, async generator
+
+
+@cython.final
+@cython.freelist(8)
+cdef class Frame:
+    """A frame about to run, as a pyframe callback sees it.
+
+    Valid only while the callback runs; afterwards every attribute raises
+    RuntimeError.
+    """
+
+    cdef _PyInterpreterFrame *_frame    # Borrowed; NULL once the callback returned.
+    cdef _PyInterpreterFrame *_caller   # Borrowed; the frame running when the hook fired.
+    cdef PyThreadState *_tstate
+
+    def __init__(self):
+        raise TypeError("pyframe.Frame objects are made by pyframe for its callbacks")
+
+    cdef inline _PyInterpreterFrame *_live(self) except NULL:
+        if self._frame == NULL:
+            raise RuntimeError(
+                "this pyframe.Frame is gone: a Frame is valid only while the "
+                "callback it was passed to runs")
+        return self._frame
+
+    @property
+    def f_code(self):
+        """The code object the frame is about to run."""
+        return <object>pyframe_frame_code(self._live())
+
+    @property
+    def f_globals(self):
+        return <object>pyframe_frame_globals(self._live())
+
+    @property
+    def f_builtins(self):
+        return <object>pyframe_frame_builtins(self._live())
+
+    @property
+    def f_lasti(self):
+        """What CPython's frame.f_lasti would say: -1 on 3.12, 0 on 3.13."""
+        return pyframe_frame_lasti(self._live())
+
+    @property
+    def f_back(self):
+        """The caller's frame object, or None."""
+        self._live()
+        return pyframe_frame_back(self._tstate, self._caller)
+
+    @property
+    def is_generator(self):
+        """True for generator, coroutine and async generator code."""
+        cdef PyCodeObject *code = <PyCodeObject *>pyframe_frame_code(self._live())
+        return bool(code.co_flags & _CO_GENERATOR_LIKE)
+
+    @property
+    def f_locals(self):
+        """The frame's entry locals: for functions a new dict equal to the
+        f_locals CPython shows at the first traced line; for module, class and
+        exec code the frame's own locals mapping."""
+        return pyframe_build_locals(self._live())
+
+    @property
+    def localsplus(self):
+        """[(name, kind, value)] for every slot; kind is "local", "cell",
+        "local+cell", "free" or "hidden"; value is pyframe.UNBOUND if empty."""
+        return pyframe_localsplus(self._live(), UNBOUND)
+
+    def set_local(self, name, value):
+        """Set an argument or local before the frame runs."""
+        pyframe_set_local(self._live(), name, value)
+
+    def __repr__(self):
+        if self._frame == NULL:
+            return "<pyframe.Frame (gone)>"
+        code = <object>pyframe_frame_code(self._frame)
+        return "<pyframe.Frame of %s at %s:%d>" % (
+            code.co_qualname, code.co_filename, code.co_firstlineno)
+
+
+cdef int _dispatch(object callback, _PyInterpreterFrame *iframe,
+                   _PyInterpreterFrame *caller, PyThreadState *tstate) except -1:
+    cdef Frame view = Frame.__new__(Frame)
+    view._frame = iframe
+    view._caller = caller
+    view._tstate = tstate
+    try:
+        result = callback(view)
+    finally:
+        view._frame = NULL
+        view._caller = NULL
+    if result is None:
+        return PYFRAME_RUN
+    if result is SKIP:
+        return PYFRAME_SKIP
+    if result is SKIP_RECURSIVE:
+        return PYFRAME_SKIP_RECURSIVE
+    raise TypeError(
+        "pyframe callback %r returned %s; expected None, pyframe.SKIP or "
+        "pyframe.SKIP_RECURSIVE" % (callback, _describe(result)))
+
+
+cdef str _describe(object value):
+    return "a %s object (%.60r)" % (type(value).__name__, value)
+
+
+pyframe_hook_init(_dispatch)
+
+
+def get_callback():
+    """The callback installed for the current thread, or None."""
+    cdef PyObject *callback = pyframe_thread_get_callback()
+    return None if callback == NULL else <object>callback
+
+
+def set_callback(callback):
+    """Install `callback` for the current thread (None removes it); return the
+    previous one.  Other threads are unaffected."""
+    if callback is None:
+        return pyframe_thread_set_callback(NULL)
+    if not callable(callback):
+        raise TypeError(
+            "pyframe.set_callback() expects a callable taking a pyframe.Frame, "
+            "or None; got %s" % _describe(callback))
+    return pyframe_thread_set_callback(<PyObject *>callback)
+
+
+@cython.final
+cdef class callback:
+    """with pyframe.callback(cb): ...  installs cb for the current thread and
+    puts the previous callback back on exit, exceptions included."""
+
+    cdef object _callback
+    cdef object _previous
+    cdef bint _entered
+
+    def __init__(self, callback):
+        if callback is not None and not callable(callback):
+            raise TypeError(
+                "pyframe.callback() expects a callable taking a pyframe.Frame, "
+                "or None; got %s" % _describe(callback))
+        self._callback = callback
+
+    def __enter__(self):
+        if self._entered:
+            raise RuntimeError("this pyframe.callback(...) is already in use")
+        self._previous = set_callback(self._callback)
+        self._entered = True
+        return self._callback
+
+    def __exit__(self, *exc_info):
+        previous, self._previous = self._previous, None
+        self._entered = False
+        set_callback(previous)
+        return False
+
+
+def reset(code=None):
+    """Forget SKIP decisions: for `code`, or for every code object."""
+    if code is None:
+        pyframe_reset_all()
+        return
+    if not isinstance(code, CodeType):
+        raise TypeError("pyframe.reset() expects a code object or None; got %s"
+                        % _describe(code))
+    pyframe_reset_code(code)
+
+
+def hook_installed():
+    """True while pyframe's PEP 523 function is the interpreter's."""
+    return bool(pyframe_hook_installed())

@@ -1,0 +1,63 @@
+"""Build pyframe's one extension, pyframe._cframe, from Cython and cframe/.
+
+Environment switches (the tox and CI builds set both):
+  PYFRAME_WERROR=1  our C (cframe/*.c) is compiled with warnings as errors.
+  PYFRAME_DEBUG=1   keep assert()s (release builds compile them out).
+"""
+
+import os
+import runpy
+import sys
+
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+_support = runpy.run_path(os.path.join(HERE, "pyframe", "_support.py"))
+_reason = _support["unsupported_reason"]()
+if _reason is not None:
+    sys.exit("error: " + _reason)
+
+
+def _flag(name):
+    return os.environ.get(name, "") not in ("", "0")
+
+
+class BuildExt(build_ext):
+    """Compile cframe/*.c with warnings as errors when PYFRAME_WERROR is set.
+
+    Cython's generated C is left out of -Werror: its warnings are Cython's,
+    not ours, and vary with the Cython version.
+    """
+
+    def build_extensions(self):
+        compile_one = self.compiler._compile
+
+        def compile_with_policy(obj, src, ext, cc_args, extra_postargs, pp_opts):
+            ours = os.path.normpath(src).startswith("cframe" + os.sep) or (
+                os.sep + "cframe" + os.sep in os.path.abspath(src)
+            )
+            if ours and _flag("PYFRAME_WERROR"):
+                extra_postargs = list(extra_postargs) + ["-Werror"]
+            compile_one(obj, src, ext, cc_args, extra_postargs, pp_opts)
+
+        self.compiler._compile = compile_with_policy
+        super().build_extensions()
+
+
+compile_args = ["-Wall", "-Wextra", "-Wno-unused-parameter", "-std=gnu11"]
+if _flag("PYFRAME_DEBUG"):
+    compile_args += ["-UNDEBUG", "-O1", "-g"]
+
+extension = Extension(
+    "pyframe._cframe",
+    sources=["pyframe/_cframe.pyx", "cframe/eval_frame.c", "cframe/localsplus.c"],
+    include_dirs=["cframe"],
+    depends=["cframe/compat.h", "cframe/pyframe.h"],
+    extra_compile_args=compile_args,
+)
+
+setup(
+    ext_modules=[extension],
+    cmdclass={"build_ext": BuildExt},
+)
