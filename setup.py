@@ -9,14 +9,15 @@ import os
 import runpy
 import sys
 
-from setuptools import Extension, setup
-from setuptools.command.build_ext import build_ext
-
+# Refuse an unsupported interpreter before anything else can fail on it.
 HERE = os.path.dirname(os.path.abspath(__file__))
 _support = runpy.run_path(os.path.join(HERE, "pyframe", "_support.py"))
 _reason = _support["unsupported_reason"]()
 if _reason is not None:
     sys.exit("error: " + _reason)
+
+from setuptools import Extension, setup  # noqa: E402
+from setuptools.command.build_ext import build_ext  # noqa: E402
 
 
 def _flag(name):

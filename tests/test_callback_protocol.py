@@ -1,0 +1,348 @@
+"""The callback protocol: installing, what the callback sees, what it may return."""
+
+import asyncio
+import sys
+import threading
+
+import pytest
+
+import pyframe
+
+
+def add(a, b):
+    return a + b
+
+
+def calls_add(x):
+    return add(x, 1)
+
+
+class Recorder:
+    """A callback recording the qualified names it is asked about."""
+
+    def __init__(self, result=None):
+        self.names = []
+        self.result = result
+
+    def __call__(self, frame):
+        self.names.append(frame.f_code.co_qualname)
+        return self.result
+
+
+def test_set_callback_returns_previous_and_get_callback_reports_it():
+    first, second = Recorder(), Recorder()
+    assert pyframe.set_callback(first) is None
+    try:
+        assert pyframe.get_callback() is first
+        assert pyframe.set_callback(second) is first
+        assert pyframe.get_callback() is second
+    finally:
+        assert pyframe.set_callback(None) is second
+    assert pyframe.get_callback() is None
+
+
+@pytest.mark.parametrize("bad", [42, "cb", object()])
+def test_set_callback_rejects_non_callables_naming_the_type(bad):
+    with pytest.raises(TypeError, match=type(bad).__name__):
+        pyframe.set_callback(bad)
+    with pytest.raises(TypeError, match=type(bad).__name__):
+        pyframe.callback(bad)
+    assert pyframe.get_callback() is None
+    assert not pyframe.hook_installed()
+
+
+def test_callback_context_restores_previous_even_on_exception():
+    outer, inner = Recorder(), Recorder()
+    with pyframe.callback(outer):
+        with pytest.raises(ZeroDivisionError):
+            with pyframe.callback(inner):
+                assert pyframe.get_callback() is inner
+                1 / 0  # noqa: B018
+        assert pyframe.get_callback() is outer
+    assert pyframe.get_callback() is None
+
+
+def test_hook_installed_only_while_some_thread_has_a_callback():
+    assert not pyframe.hook_installed()
+    started, release = threading.Event(), threading.Event()
+
+    def worker():
+        with pyframe.callback(Recorder()):
+            started.set()
+            release.wait(10)
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    try:
+        assert started.wait(10)
+        assert pyframe.hook_installed()
+        with pyframe.callback(Recorder()):
+            assert pyframe.hook_installed()
+        assert pyframe.hook_installed(), "the other thread still has a callback"
+    finally:
+        release.set()
+        thread.join(10)
+    assert not pyframe.hook_installed()
+
+
+def test_thread_exit_with_callback_installed_removes_the_hook():
+    def worker():
+        pyframe.set_callback(Recorder())   # never removed: the thread just ends
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    thread.join(10)
+    assert not pyframe.hook_installed()
+
+
+def test_callbacks_are_per_thread():
+    mine, theirs = Recorder(), Recorder()
+    done = threading.Event()
+
+    def worker():
+        with pyframe.callback(theirs):
+            calls_add(1)
+        done.set()
+
+    with pyframe.callback(mine):
+        thread = threading.Thread(target=worker)
+        thread.start()
+        assert done.wait(10)
+        thread.join(10)
+        calls_add(2)
+    assert "calls_add" in mine.names and "add" in mine.names
+    assert "worker" not in mine.names
+    assert theirs.names == ["calls_add", "add"]
+
+
+def test_frame_attributes():
+    seen = {}
+
+    def callback(frame):
+        if frame.f_code is add.__code__:
+            seen.update(
+                code=frame.f_code,
+                globals=frame.f_globals,
+                builtins=frame.f_builtins,
+                back=frame.f_back,
+                lasti=frame.f_lasti,
+                is_generator=frame.is_generator,
+                locals=frame.f_locals,
+                repr=repr(frame),
+            )
+
+    caller = sys._getframe()
+    with pyframe.callback(callback):
+        assert add(2, 3) == 5
+    assert seen["code"] is add.__code__
+    assert seen["globals"] is globals()
+    assert seen["builtins"] is __builtins__ or seen["builtins"] is getattr(
+        __builtins__, "__dict__", None
+    )
+    assert seen["back"] is caller
+    assert seen["lasti"] == (0 if sys.version_info >= (3, 13) else -1)
+    assert seen["is_generator"] is False
+    assert seen["locals"] == {"a": 2, "b": 3}
+    assert "add" in seen["repr"]
+
+
+def test_is_generator_for_generators_coroutines_and_async_generators():
+    kinds = {}
+
+    def gen():
+        yield 1
+
+    async def coro():
+        return 1
+
+    async def agen():
+        yield 1
+
+    def callback(frame):
+        kinds[frame.f_code.co_name] = frame.is_generator
+
+    with pyframe.callback(callback):
+        list(gen())
+        c = coro()
+        c.close()
+        a = agen()
+        asyncio.run(a.aclose())
+    assert kinds["gen"] and kinds["coro"] and kinds["agen"]
+
+
+def test_frame_is_gone_after_the_callback_returned():
+    kept = []
+    with pyframe.callback(lambda frame: kept.append(frame)):
+        add(1, 2)
+    frame = kept[0]
+    for attribute in ("f_code", "f_locals", "localsplus", "f_back", "f_globals", "f_lasti"):
+        with pytest.raises(RuntimeError, match="gone"):
+            getattr(frame, attribute)
+    with pytest.raises(RuntimeError, match="gone"):
+        frame.set_local("a", 1)
+    assert "gone" in repr(frame)
+
+
+def test_frames_cannot_be_made_by_users():
+    with pytest.raises(TypeError):
+        pyframe.Frame()
+
+
+def test_skip_stops_asking_for_that_code_until_reset():
+    recorder = Recorder(result=pyframe.SKIP)
+    with pyframe.callback(recorder):
+        for _ in range(3):
+            calls_add(1)
+        assert recorder.names == ["calls_add", "add"]
+        pyframe.reset(add.__code__)
+        calls_add(1)
+        assert recorder.names == ["calls_add", "add", "add"]
+        pyframe.reset()
+        calls_add(1)
+        assert recorder.names == ["calls_add", "add", "add", "calls_add", "add"]
+
+
+def test_reset_rejects_non_code():
+    with pytest.raises(TypeError, match="code object"):
+        pyframe.reset(add)
+
+
+def test_skip_recursive_runs_the_whole_call_tree_without_callbacks():
+    names = []
+
+    def callback(frame):
+        names.append(frame.f_code.co_name)
+        if frame.f_code is calls_add.__code__:
+            return pyframe.SKIP_RECURSIVE
+        return None
+
+    with pyframe.callback(callback):
+        calls_add(1)
+        add(1, 2)
+        calls_add(2)
+    assert names == ["calls_add", "add", "calls_add"]
+
+
+def test_callback_is_not_called_for_its_own_frames():
+    names = []
+
+    def callback(frame):
+        add(0, 0)   # a Python call made by the callback itself
+        names.append(frame.f_code.co_name)
+
+    with pyframe.callback(callback):
+        calls_add(1)
+    assert names == ["calls_add", "add"]
+
+
+def test_not_called_inside_settrace_or_monitoring_callbacks():
+    names = []
+
+    def tracer(frame, event, arg):
+        if event == "call" and frame.f_code is calls_add.__code__:
+            add(10, 10)
+        return None
+
+    def on_start(code, offset):
+        if code is calls_add.__code__:
+            add(20, 20)
+
+    tool = sys.monitoring.PROFILER_ID
+    sys.monitoring.use_tool_id(tool, "pyframe-test")
+    try:
+        sys.monitoring.register_callback(tool, sys.monitoring.events.PY_START, on_start)
+        sys.monitoring.set_events(tool, sys.monitoring.events.PY_START)
+        sys.settrace(tracer)
+        with pyframe.callback(lambda frame: names.append(frame.f_locals)):
+            calls_add(1)
+    finally:
+        sys.settrace(None)
+        sys.monitoring.set_events(tool, 0)
+        sys.monitoring.register_callback(tool, sys.monitoring.events.PY_START, None)
+        sys.monitoring.free_tool_id(tool)
+    assert names == [{"x": 1}, {"a": 1, "b": 1}]
+
+
+def test_generator_frames_are_intercepted_once_not_on_resumption_or_throw():
+    names = []
+
+    def gen(n):
+        try:
+            for i in range(n):
+                yield i
+        except KeyError:
+            yield "thrown"
+
+    with pyframe.callback(lambda frame: names.append(frame.f_code.co_name)):
+        g = gen(3)
+        assert next(g) == 0
+        assert next(g) == 1
+        assert g.throw(KeyError()) == "thrown"
+        g.close()
+    assert names == ["gen"]
+
+
+class Boom(Exception):
+    pass
+
+
+def test_callback_exception_propagates_as_if_the_function_raised():
+    def callback(frame):
+        if frame.f_code is add.__code__:
+            raise Boom("from the callback")
+
+    with pyframe.callback(callback):
+        with pytest.raises(Boom, match="from the callback"):
+            calls_add(1)
+        # still installed, and the next call works the same way
+        assert pyframe.get_callback() is callback
+        with pytest.raises(Boom):
+            add(1, 2)
+        assert calls_add.__code__ is not None
+
+
+def test_keyboard_interrupt_from_callback_behaves_like_any_exception():
+    def callback(frame):
+        if frame.f_code is add.__code__:
+            raise KeyboardInterrupt
+
+    with pyframe.callback(callback):
+        with pytest.raises(KeyboardInterrupt):
+            calls_add(1)
+        try:
+            calls_add(1)
+        except KeyboardInterrupt:
+            pass
+        assert pyframe.get_callback() is callback
+
+
+@pytest.mark.parametrize("bad", [42, "text", add.__code__, pyframe.UNBOUND])
+def test_bad_return_value_is_a_type_error_naming_callback_and_type(bad):
+    def callback(frame):
+        return bad if frame.f_code is add.__code__ else None
+
+    with pyframe.callback(callback):
+        with pytest.raises(TypeError) as info:
+            calls_add(1)
+    message = str(info.value)
+    assert "callback" in message and type(bad).__name__ in message
+    assert repr(callback)[:30] in message
+
+
+def test_exception_inside_with_block_of_generator_function_call():
+    """An error for a generator function's frame: no generator is made."""
+
+    def gen(x):
+        yield x
+
+    def callback(frame):
+        if frame.f_code is gen.__code__:
+            raise Boom
+
+    value = object()
+    before = sys.getrefcount(value)
+    with pyframe.callback(callback):
+        for _ in range(100):
+            with pytest.raises(Boom):
+                gen(value)
+    assert sys.getrefcount(value) == before

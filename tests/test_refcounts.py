@@ -1,0 +1,174 @@
+"""Reference counts and memory stay flat over many intercepted calls."""
+
+import gc
+import os
+import subprocess
+import sys
+import textwrap
+import tracemalloc
+
+import pytest
+
+import pyframe
+
+CALLS = 10_000
+
+
+def target(a, b, *args, **kwargs):
+    c = a
+
+    def inner():
+        return c
+
+    return inner
+
+
+def run_many(callback, make_call):
+    with pyframe.callback(callback):
+        for _ in range(CALLS):
+            try:
+                make_call()
+            except (TypeError, ValueError):
+                pass
+
+
+def observe(frame):
+    frame.f_locals
+    frame.localsplus
+    frame.f_back
+
+
+def raises(frame):
+    if frame.f_code is target.__code__:
+        raise ValueError("no")
+
+
+def bad_result(frame):
+    return 1 if frame.f_code is target.__code__ else None
+
+
+def skip(frame):
+    return pyframe.SKIP
+
+
+@pytest.mark.parametrize("callback", [observe, raises, bad_result, skip])
+def test_refcounts_of_code_and_arguments_unchanged(callback):
+    a, b, extra, kw = object(), object(), object(), object()
+
+    def make_call():
+        target(a, b, extra, key=kw)
+
+    make_call()   # warm caches (specializer, code extras) before counting
+    gc.collect()
+    before = [sys.getrefcount(x) for x in (target.__code__, a, b, extra, kw, callback)]
+    run_many(callback, make_call)
+    gc.collect()
+    after = [sys.getrefcount(x) for x in (target.__code__, a, b, extra, kw, callback)]
+    assert after == before
+
+
+@pytest.mark.parametrize("callback", [observe, raises, skip])
+def test_traced_memory_stays_flat(callback):
+    def make_call():
+        target(1, 2, 3, key=4)
+
+    run_many(callback, make_call)   # warm up
+    gc.collect()
+    tracemalloc.start()
+    try:
+        run_many(callback, make_call)
+        gc.collect()
+        first, _ = tracemalloc.get_traced_memory()
+        run_many(callback, make_call)
+        gc.collect()
+        second, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert second - first < 16 * 1024, f"traced memory grew by {second - first} bytes"
+
+
+def run_python(source, timeout=120):
+    env = dict(os.environ)
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(source)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )
+
+
+def test_deep_recursion_under_the_hook_is_a_recursion_error_not_a_crash():
+    result = run_python(
+        """
+        import pyframe
+
+        def down(n):
+            return down(n + 1)
+
+        def observe(frame):
+            frame.f_locals
+
+        for callback in (lambda f: None, observe, lambda f: pyframe.SKIP):
+            pyframe.reset()
+            with pyframe.callback(callback):
+                try:
+                    down(0)
+                except RecursionError:
+                    print("RecursionError")
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["RecursionError"] * 3
+
+
+def test_abandoned_frames_at_data_stack_chunk_boundaries():
+    """Frames too big to share a data-stack chunk start a chunk of their own;
+    when the callback fails, pyframe pops them, chunk and all."""
+    result = run_python(
+        """
+        import sys
+        import pyframe
+
+        names = ", ".join(f"v{i}" for i in range(3000))
+        namespace = {}
+        exec(f"def big(n, fail):\\n    {names} = [0] * 3000\\n"
+             f"    return big(n - 1, fail) if n else 0\\n", namespace)
+        big = namespace["big"]
+
+        def callback(frame):
+            if frame.f_code is not big.__code__:
+                return
+            locals_ = frame.f_locals
+            if locals_["n"] == locals_["fail"]:
+                raise LookupError(locals_["n"])
+
+        value = object()
+        before = sys.getrefcount(big.__code__)
+        with pyframe.callback(callback):
+            for depth in range(0, 40, 3):
+                for fail in range(depth + 1):
+                    try:
+                        big(depth, fail)
+                    except LookupError as error:
+                        assert error.args[0] == fail
+        assert sys.getrefcount(big.__code__) == before
+
+        def rss_kib():
+            with open("/proc/self/statm") as statm:
+                return int(statm.read().split()[1]) * 4
+
+        with pyframe.callback(callback):
+            start = rss_kib()
+            for _ in range(5000):   # a leaked 24 KiB chunk each time would be 120 MiB
+                try:
+                    big(0, 0)
+                except LookupError:
+                    pass
+            grown = rss_kib() - start
+        assert grown < 8 * 1024, f"RSS grew by {grown} KiB"
+        print("ok")
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"
