@@ -9,8 +9,7 @@ import sys
 SUPPORTED = ((3, 12), (3, 13))
 
 UNSUPPORTED_MESSAGE = (
-    "pyframe supports CPython 3.12 and 3.13 (with the GIL) only; "
-    "this is {impl} {version}"
+    "pyframe supports CPython 3.12 and 3.13 (with the GIL) only; this is {impl} {version}"
 )
 
 

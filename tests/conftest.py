@@ -1,6 +1,10 @@
 """Shared test helpers.  Version flags mirror cframe/compat.h's PYFRAME_PY313."""
 
+import inspect
 import sys
+import types
+from collections import defaultdict
+from dataclasses import dataclass
 
 import pytest
 
@@ -25,3 +29,141 @@ def no_leaked_hook():
         pyframe.reset()
     assert leaked is None, f"test left a pyframe callback installed: {leaked!r}"
     assert not pyframe.hook_installed(), "test left pyframe's PEP 523 hook installed"
+
+
+# ---- entry-locals recording: pyframe against CPython's own f_locals --------
+
+
+@dataclass
+class EntryPair:
+    """One frame as pyframe saw it before it ran, next to what CPython showed
+    for the same frame at its PY_START event (its first traced line)."""
+
+    code: types.CodeType
+    call: int  # 0 for the first frame of `code` in the run, 1 for the next...
+    got: dict  # dict(frame.f_locals) taken in pyframe's callback
+    want: dict  # dict(frame.f_locals) taken at PY_START
+    got_mapping: object  # frame.f_locals itself, as pyframe returned it
+    want_mapping: object  # frame.f_locals itself, as CPython returned it
+    localsplus: list  # frame.localsplus taken in pyframe's callback
+    f_lasti: int
+    is_generator: bool
+
+    @property
+    def qualname(self):
+        return self.code.co_qualname
+
+    @property
+    def optimized(self):
+        """False for module, class body and exec'd module code, whose
+        f_locals is a mapping of their own."""
+        return bool(self.code.co_flags & inspect.CO_OPTIMIZED)
+
+    def __repr__(self):
+        return f"<EntryPair {self.qualname} call #{self.call}>"
+
+
+def _free_tool_id():
+    # DEBUGGER_ID first; skip ids someone else (coverage, a debugger) holds.
+    candidates = (sys.monitoring.DEBUGGER_ID, sys.monitoring.PROFILER_ID, 2, 3, 4)
+    for tool in candidates:
+        if sys.monitoring.get_tool(tool) is None:
+            return tool
+    pytest.skip("no free sys.monitoring tool id")
+
+
+def record_entries(func, *args, **kwargs):
+    """Run func(*args, **kwargs) with a pyframe callback and a sys.monitoring
+    PY_START callback both active; return (result, [EntryPair]).
+
+    Frames are paired per code object, in the order each recorder met them:
+    pyframe sees a frame when it is pushed, PY_START fires when its RESUME
+    runs (for generators: at the first next()/send()), and the n-th frame of
+    a code object one saw is the n-th the other saw.  Pairs come in the order
+    pyframe first met each code object.  An exception from func propagates
+    after both recorders are removed.
+    """
+    seen = defaultdict(list)  # code -> [(dict, mapping, localsplus, f_lasti, is_generator)]
+    oracle = defaultdict(list)  # code -> [(dict, mapping)]
+    # While pyframe's callback runs, Python code it triggers (a custom
+    # mapping's methods, say) is invisible to pyframe: PY_START must skip it.
+    inside = [False]
+
+    # Both recorders make only C-level calls (dict(), list.append, attribute
+    # reads), so neither runs Python frames that one would see and the other not.
+    def on_frame(frame):
+        inside[0] = True
+        mapping = frame.f_locals
+        seen[frame.f_code].append(
+            (dict(mapping), mapping, frame.localsplus, frame.f_lasti, frame.is_generator)
+        )
+        inside[0] = False
+
+    def on_start(code, offset):
+        # on_frame's own frame starts before it can raise the flag.
+        if inside[0] or code is own_code:
+            return
+        mapping = sys._getframe(1).f_locals
+        oracle[code].append((dict(mapping), mapping))
+
+    own_code = on_frame.__code__
+    tool = _free_tool_id()
+    sys.monitoring.use_tool_id(tool, "pyframe-tests")
+    try:
+        sys.monitoring.register_callback(tool, sys.monitoring.events.PY_START, on_start)
+        sys.monitoring.set_events(tool, sys.monitoring.events.PY_START)
+        try:
+            with pyframe.callback(on_frame):
+                result = func(*args, **kwargs)
+        finally:
+            sys.monitoring.set_events(tool, 0)
+    finally:
+        sys.monitoring.register_callback(tool, sys.monitoring.events.PY_START, None)
+        sys.monitoring.free_tool_id(tool)
+
+    pairs = []
+    for code in [*seen, *(code for code in oracle if code not in seen)]:
+        mine, theirs = seen.get(code, []), oracle.get(code, [])
+        if len(mine) != len(theirs):
+            raise AssertionError(
+                f"{code.co_qualname}: pyframe intercepted {len(mine)} frame(s) but "
+                f"PY_START fired {len(theirs)} time(s); the frames cannot be paired"
+            )
+        for call, (record, (want, want_mapping)) in enumerate(zip(mine, theirs, strict=True)):
+            got, got_mapping, slots, lasti, is_gen = record
+            pairs.append(
+                EntryPair(code, call, got, want, got_mapping, want_mapping, slots, lasti, is_gen)
+            )
+    return result, pairs
+
+
+def _short(value):
+    try:
+        text = repr(value)
+    except Exception as exc:  # a repr that fails must not hide the real finding
+        text = f"<{type(value).__name__} with failing repr: {exc!r}>"
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def locals_difference(got, want):
+    """Describe the first way `got` (pyframe) differs from `want` (CPython):
+    a missing key, an extra key, a different object, or a different order.
+    None when they agree key for key, object for object, in order."""
+    for key, value in want.items():
+        if key not in got:
+            return f"missing key {key!r} (CPython has {_short(value)})"
+        if got[key] is not value:
+            return (
+                f"different object for {key!r}: pyframe has {_short(got[key])}, "
+                f"CPython has {_short(value)}"
+            )
+    for key, value in got.items():
+        if key not in want:
+            return f"extra key {key!r} (pyframe has {_short(value)})"
+    for position, (mine, theirs) in enumerate(zip(got, want, strict=True)):
+        if mine != theirs:
+            return (
+                f"different order at position {position}: pyframe has {mine!r}, "
+                f"CPython has {theirs!r} (pyframe: {list(got)}, CPython: {list(want)})"
+            )
+    return None

@@ -53,4 +53,7 @@ def test_build_on_unsupported_interpreter_refuses_with_the_message():
 def test_message_names_the_interpreter(monkeypatch):
     monkeypatch.setattr(sys, "version_info", (3, 11, 9, "final", 0))
     reason = _support.unsupported_reason()
-    assert reason == "pyframe supports CPython 3.12 and 3.13 (with the GIL) only; this is cpython 3.11.9"
+    assert (
+        reason
+        == "pyframe supports CPython 3.12 and 3.13 (with the GIL) only; this is cpython 3.11.9"
+    )

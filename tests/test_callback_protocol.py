@@ -87,7 +87,7 @@ def test_hook_installed_only_while_some_thread_has_a_callback():
 
 def test_thread_exit_with_callback_installed_removes_the_hook():
     def worker():
-        pyframe.set_callback(Recorder())   # never removed: the thread just ends
+        pyframe.set_callback(Recorder())  # never removed: the thread just ends
 
     thread = threading.Thread(target=worker)
     thread.start()
@@ -227,7 +227,7 @@ def test_callback_is_not_called_for_its_own_frames():
     names = []
 
     def callback(frame):
-        add(0, 0)   # a Python call made by the callback itself
+        add(0, 0)  # a Python call made by the callback itself
         names.append(frame.f_code.co_name)
 
     with pyframe.callback(callback):
@@ -268,8 +268,7 @@ def test_generator_frames_are_intercepted_once_not_on_resumption_or_throw():
 
     def gen(n):
         try:
-            for i in range(n):
-                yield i
+            yield from range(n)
         except KeyError:
             yield "thrown"
 

@@ -58,7 +58,7 @@ def test_refcounts_of_code_and_arguments_unchanged(callback):
     def make_call():
         target(a, b, extra, key=kw)
 
-    make_call()   # warm caches (specializer, code extras) before counting
+    make_call()  # warm caches (specializer, code extras) before counting
     gc.collect()
     before = [sys.getrefcount(x) for x in (target.__code__, a, b, extra, kw, callback)]
     run_many(callback, make_call)
@@ -72,7 +72,7 @@ def test_traced_memory_stays_flat(callback):
     def make_call():
         target(1, 2, 3, key=4)
 
-    run_many(callback, make_call)   # warm up
+    run_many(callback, make_call)  # warm up
     gc.collect()
     tracemalloc.start()
     try:
@@ -95,6 +95,7 @@ def run_python(source, timeout=120):
         text=True,
         timeout=timeout,
         env=env,
+        cwd=os.path.dirname(os.path.abspath(__file__)),  # not the source tree
     )
 
 
