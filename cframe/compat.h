@@ -83,4 +83,20 @@ compat_frame_not_started(_PyInterpreterFrame *frame)
 #endif
 }
 
+/* Points a frame that has not started at the first instruction of `code`
+ * (stealing the reference); returns the code it ran before (owned). */
+static inline PyCodeObject *
+compat_frame_swap_code(_PyInterpreterFrame *frame, PyCodeObject *code)
+{
+    PyCodeObject *previous = compat_frame_code(frame);
+#if PYFRAME_PY313
+    frame->f_executable = (PyObject *)code;
+    frame->instr_ptr = _PyCode_CODE(code);
+#else
+    frame->f_code = code;
+    frame->prev_instr = _PyCode_CODE(code) - 1;
+#endif
+    return previous;
+}
+
 #endif /* PYFRAME_COMPAT_H */

@@ -139,19 +139,62 @@ pyframe_thread_set_callback(PyObject *callback)
     return previous != NULL ? previous : Py_NewRef(Py_None);
 }
 
-/* ---- per-code state ------------------------------------------------------- */
+/* ---- per-code state: SKIP and the cache of replacement code -------------- */
 
 typedef struct {
-    uint64_t skip_epoch;   /* SKIP holds while this equals reset_epoch. */
+    PyObject *code;       /* Owned: the replacement. */
+    PyObject *guard;      /* Owned; NULL: always valid. */
+    Py_ssize_t hits;
+} cache_entry;
+
+/* Every code_state is on one list, so pyframe.reset() can reach them all. */
+typedef struct code_state {
+    struct code_state *prev, *next;
+    int skip;                 /* the callback said SKIP */
+    int count;                /* entries in use, most recently used first */
+    int capacity;
+    uint64_t version;         /* bumped on every change to entries */
+    cache_entry *entries;     /* PyMem_Raw; `capacity` long */
 } code_state;
 
 static Py_ssize_t code_extra_index = -1;
-/* pyframe.reset() forgets every decision at once by moving to a new epoch. */
-static uint64_t reset_epoch = 1;
+static code_state all_states = {&all_states, &all_states, 0, 0, 0, 0, NULL};
+static int cache_limit = 8;
 
-static void
-code_state_free(void *state)
+/* Takes the entries out of `state` and returns them in a list of owned
+ * references for the caller to release once nothing points at them. */
+static PyObject *
+code_state_take_entries(code_state *state)
 {
+    PyObject *dropped = PyList_New(0);
+    for (int i = 0; i < state->count; i++) {
+        cache_entry *entry = &state->entries[i];
+        if (dropped == NULL || PyList_Append(dropped, entry->code) < 0
+                || (entry->guard && PyList_Append(dropped, entry->guard) < 0)) {
+            /* Out of memory: leak rather than release under our feet. */
+            PyErr_Clear();
+            continue;
+        }
+        Py_DECREF(entry->code);
+        Py_XDECREF(entry->guard);
+    }
+    state->count = 0;
+    state->version++;
+    return dropped;
+}
+
+/* Called by CPython when the code object is freed. */
+static void
+code_state_free(void *opaque)
+{
+    code_state *state = opaque;
+    state->prev->next = state->next;
+    state->next->prev = state->prev;
+    for (int i = 0; i < state->count; i++) {
+        Py_DECREF(state->entries[i].code);
+        Py_XDECREF(state->entries[i].guard);
+    }
+    PyMem_RawFree(state->entries);
     PyMem_RawFree(state);
 }
 
@@ -179,26 +222,140 @@ code_state_get_or_create(PyCodeObject *code)
         PyErr_NoMemory();
         return NULL;
     }
+    state->next = all_states.next;
+    state->prev = &all_states;
+    all_states.next->prev = state;
+    all_states.next = state;
     if (PyUnstable_Code_SetExtra((PyObject *)code, code_extra_index, state) < 0) {
-        PyMem_RawFree(state);
+        code_state_free(state);
         return NULL;
     }
     return state;
 }
 
-void
+static void
+code_state_reset(code_state *state, PyObject **dropped)
+{
+    state->skip = 0;
+    *dropped = code_state_take_entries(state);
+}
+
+int
 pyframe_reset_code(PyObject *code)
 {
     code_state *state = code_state_peek((PyCodeObject *)code);
+    PyObject *dropped = NULL;
     if (state != NULL) {
-        state->skip_epoch = 0;
+        code_state_reset(state, &dropped);
     }
+    Py_XDECREF(dropped);
+    return 0;
 }
 
-void
+int
 pyframe_reset_all(void)
 {
-    reset_epoch++;
+    PyObject *dropped = PyList_New(0);   /* Owned. */
+    if (dropped == NULL) {
+        return -1;
+    }
+    for (code_state *state = all_states.next; state != &all_states; state = state->next) {
+        PyObject *entries;
+        code_state_reset(state, &entries);
+        if (entries != NULL) {
+            int failed = PyList_Append(dropped, entries) < 0;   /* keeps them alive */
+            Py_DECREF(entries);
+            if (failed) {
+                PyErr_Clear();
+            }
+        }
+    }
+    /* Releasing can run finalizers, which may touch the list: only now. */
+    Py_DECREF(dropped);
+    return 0;
+}
+
+int
+pyframe_set_cache_limit(int limit)
+{
+    cache_limit = limit;
+    return 0;
+}
+
+int
+pyframe_get_cache_limit(void)
+{
+    return cache_limit;
+}
+
+PyObject *
+pyframe_cache_entries(PyObject *code)
+{
+    code_state *state = code_state_peek((PyCodeObject *)code);
+    PyObject *entries = PyList_New(0);
+    for (int i = 0; entries != NULL && state != NULL && i < state->count; i++) {
+        cache_entry *entry = &state->entries[i];
+        PyObject *row = Py_BuildValue("(OOn)", entry->code,
+                                      entry->guard ? entry->guard : Py_None, entry->hits);
+        if (row == NULL || PyList_Append(entries, row) < 0) {
+            Py_XDECREF(row);
+            Py_CLEAR(entries);
+            break;
+        }
+        Py_DECREF(row);
+    }
+    return entries;
+}
+
+/* Puts a new entry first; steals `code` and `guard`.  The least recently
+ * used entry past the limit comes back in *dropped for the caller to release. */
+static int
+cache_insert(code_state *state, PyObject *code, PyObject *guard, PyObject **dropped)
+{
+    *dropped = NULL;
+    if (cache_limit <= 0) {
+        Py_DECREF(code);
+        Py_XDECREF(guard);
+        return 0;
+    }
+    if (state->count >= cache_limit) {
+        cache_entry *last = &state->entries[--state->count];
+        *dropped = PyTuple_Pack(2, last->code, last->guard ? last->guard : Py_None);
+        if (*dropped == NULL) {
+            state->count++;
+            Py_DECREF(code);
+            Py_XDECREF(guard);
+            return -1;
+        }
+        Py_DECREF(last->code);
+        Py_XDECREF(last->guard);
+    }
+    if (state->count == state->capacity) {
+        int capacity = state->capacity ? state->capacity * 2 : 2;
+        cache_entry *grown = PyMem_RawRealloc(state->entries, capacity * sizeof(cache_entry));
+        if (grown == NULL) {
+            Py_DECREF(code);
+            Py_XDECREF(guard);
+            PyErr_NoMemory();
+            return -1;
+        }
+        state->entries = grown;
+        state->capacity = capacity;
+    }
+    memmove(&state->entries[1], &state->entries[0], state->count * sizeof(cache_entry));
+    state->entries[0] = (cache_entry){code, guard, 0};
+    state->count++;
+    state->version++;
+    return 0;
+}
+
+static void
+cache_move_to_front(code_state *state, int index)
+{
+    cache_entry hit = state->entries[index];
+    memmove(&state->entries[1], &state->entries[0], index * sizeof(cache_entry));
+    state->entries[0] = hit;
+    state->version++;
 }
 
 /* ---- abandoning a frame that will not run ------------------------------- */
@@ -245,6 +402,144 @@ frame_clear_and_pop(PyThreadState *tstate, _PyInterpreterFrame *frame)
 #endif
 }
 
+/* ---- running replacement code in the frame ------------------------------- */
+
+/* Makes room for `size` words at `frame`, the top of the data stack.  In
+ * place when the current chunk has room; otherwise the frame's header and
+ * locals move to the start of a new chunk, following CPython's chunk rules:
+ * a frame that starts a chunk frees it when popped, and `top` of the chunk
+ * below records where its frames end.  NULL with MemoryError, frame intact. */
+static _PyInterpreterFrame *
+frame_make_room(PyThreadState *tstate, _PyInterpreterFrame *frame, int size)
+{
+    PyObject **base = (PyObject **)frame;
+    _PyStackChunk *chunk = tstate->datastack_chunk;
+    PyObjectArenaAllocator arena;
+    size_t bytes = 16 * 1024;   /* CPython's smallest chunk */
+    size_t used = offsetof(_PyInterpreterFrame, localsplus)
+                  + compat_frame_code(frame)->co_nlocalsplus * sizeof(PyObject *);
+
+    if (base + size < tstate->datastack_limit) {
+        return frame;
+    }
+    while (bytes < offsetof(_PyStackChunk, data) + (size_t)size * sizeof(PyObject *)) {
+        bytes *= 2;
+    }
+    PyObject_GetArenaAllocator(&arena);
+    _PyStackChunk *fresh = arena.alloc(arena.ctx, bytes);
+    if (fresh == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    fresh->size = bytes;
+    fresh->top = 0;
+    memcpy(&fresh->data[0], frame, used);
+    if (base == &chunk->data[0]) {
+        /* The frame had this chunk to itself (never so for the root chunk,
+         * whose frames start at data[1]): the new one replaces it. */
+        fresh->previous = chunk->previous;
+        arena.free(arena.ctx, chunk, chunk->size);
+    }
+    else {
+        chunk->top = base - &chunk->data[0];
+        fresh->previous = chunk;
+    }
+    tstate->datastack_chunk = fresh;
+    tstate->datastack_limit = (PyObject **)((char *)fresh + bytes);
+    tstate->datastack_top = &fresh->data[0];
+    return (_PyInterpreterFrame *)&fresh->data[0];
+}
+
+/* Runs `replacement` (a checked code object; stolen) in place of `frame`. */
+static PyObject *
+run_replacement(PyThreadState *tstate, _PyInterpreterFrame *frame, PyObject *replacement)
+{
+    PyCodeObject *code = (PyCodeObject *)replacement;   /* Owned until the frame has it. */
+    PyObject *func = NULL;        /* Owned until the frame has it. */
+    PyObject *released = NULL;    /* Owned. */
+    PyCodeObject *old_code;       /* Owned (was the frame's). */
+    PyObject *old_func;           /* Owned (was the frame's). */
+    _PyInterpreterFrame *target;  /* Borrowed: the frame, maybe moved. */
+
+    func = pyframe_replacement_function(frame, code);
+    if (func == NULL || pyframe_take_bound_locals(frame, &released) < 0) {
+        goto error;
+    }
+    target = frame_make_room(tstate, frame, code->co_framesize);
+    if (target == NULL) {
+        goto error;
+    }
+    /* From here nothing fails and no Python runs until the frame and the
+     * data stack agree again. */
+    pyframe_unbind_nonarguments(target, code);
+    old_code = compat_frame_swap_code(target, code);
+    old_func = target->f_funcobj;
+    target->f_funcobj = func;
+    target->stacktop = code->co_nlocalsplus;
+    tstate->datastack_top = (PyObject **)target + code->co_framesize;
+    /* Releasing these may run finalizers: they push frames above ours. */
+    Py_DECREF(old_code);
+    Py_DECREF(old_func);
+    Py_XDECREF(released);
+    return previous_eval(tstate, target, 0);
+
+error:
+    Py_DECREF(replacement);
+    Py_XDECREF(func);
+    Py_XDECREF(released);
+    frame_clear_and_pop(tstate, frame);
+    return NULL;
+}
+
+/* Looks for a cached replacement whose guard accepts the frame.  1: found,
+ * *code set (new reference); 0: none; -1: a guard raised. */
+static int
+cache_lookup(thread_hook *thread, _PyInterpreterFrame *frame, code_state *state,
+             PyObject **code)
+{
+    PyObject *locals = NULL;   /* Owned; built once, for the first guard. */
+    int found = 0;
+
+    for (int i = 0; i < state->count; i++) {
+        cache_entry *entry = &state->entries[i];
+        if (entry->guard != NULL) {
+            PyObject *guard = Py_NewRef(entry->guard);   /* Owned: the call may drop the entry. */
+            uint64_t version = state->version;
+            int verdict;
+            if (locals == NULL && (locals = pyframe_build_locals(frame)) == NULL) {
+                Py_DECREF(guard);
+                found = -1;
+                break;
+            }
+            thread->paused++;
+            PyObject *result = PyObject_CallOneArg(guard, locals);
+            verdict = result != NULL ? PyObject_IsTrue(result) : -1;
+            thread->paused--;
+            Py_XDECREF(result);
+            Py_DECREF(guard);
+            if (verdict < 0) {
+                found = -1;
+                break;
+            }
+            if (state->version != version) {
+                break;   /* the guard changed the cache: ask the callback */
+            }
+            if (!verdict) {
+                continue;
+            }
+        }
+        state->entries[i].hits++;
+        *code = Py_NewRef(state->entries[i].code);
+        if (i > 0) {
+            cache_move_to_front(state, i);
+        }
+        found = 1;
+        break;
+    }
+    Py_XDECREF(locals);
+    return found;
+}
+
 /* ---- the hook --------------------------------------------------------------- */
 
 static PyObject *
@@ -252,6 +547,9 @@ pyframe_eval_frame(PyThreadState *tstate, _PyInterpreterFrame *frame, int throwf
 {
     thread_hook *thread = this_thread;   /* Borrowed. */
     PyObject *callback;                  /* Owned during the call. */
+    PyObject *code = NULL;               /* Owned: replacement code. */
+    PyObject *guard = NULL;              /* Owned. */
+    PyObject *dropped = NULL;            /* Owned. */
     PyObject *result;
     code_state *state;
     int action;
@@ -265,13 +563,24 @@ pyframe_eval_frame(PyThreadState *tstate, _PyInterpreterFrame *frame, int throwf
         return previous_eval(tstate, frame, throwflag);
     }
     state = code_state_peek(compat_frame_code(frame));
-    if (state != NULL && state->skip_epoch == reset_epoch) {
-        return previous_eval(tstate, frame, 0);
+    if (state != NULL) {
+        if (state->skip) {
+            return previous_eval(tstate, frame, 0);
+        }
+        if (state->count > 0) {
+            int found = cache_lookup(thread, frame, state, &code);
+            if (found < 0) {
+                goto error;
+            }
+            if (found) {
+                return run_replacement(tstate, frame, code);
+            }
+        }
     }
 
     callback = Py_NewRef(thread->callback);
     thread->paused++;
-    action = dispatch(callback, frame, compat_current_frame(tstate), tstate);
+    action = dispatch(callback, frame, compat_current_frame(tstate), tstate, &code, &guard);
     thread->paused--;
     Py_DECREF(callback);
 
@@ -281,19 +590,41 @@ pyframe_eval_frame(PyThreadState *tstate, _PyInterpreterFrame *frame, int throwf
     case PYFRAME_SKIP:
         state = code_state_get_or_create(compat_frame_code(frame));
         if (state == NULL) {
-            break;
+            goto error;
         }
-        state->skip_epoch = reset_epoch;
+        state->skip = 1;
         return previous_eval(tstate, frame, 0);
     case PYFRAME_SKIP_RECURSIVE:
         thread->paused++;
         result = previous_eval(tstate, frame, 0);
         thread->paused--;
         return result;
+    case PYFRAME_REPLACE:
+    case PYFRAME_CACHE:
+        if (pyframe_check_replacement(compat_frame_code(frame), code) < 0) {
+            goto error;
+        }
+        if (action == PYFRAME_CACHE) {
+            state = code_state_get_or_create(compat_frame_code(frame));
+            if (state == NULL) {
+                goto error;
+            }
+            int inserted = cache_insert(state, Py_NewRef(code), guard, &dropped);
+            guard = NULL;   /* cache_insert stole it */
+            if (inserted < 0) {
+                goto error;
+            }
+            Py_XDECREF(dropped);   /* may run finalizers: the frame is intact */
+        }
+        return run_replacement(tstate, frame, code);
     default:
         assert(action == PYFRAME_ERROR && PyErr_Occurred());
-        break;
+        goto error;
     }
+
+error:
+    Py_XDECREF(code);
+    Py_XDECREF(guard);
     frame_clear_and_pop(tstate, frame);
     return NULL;
 }

@@ -192,3 +192,230 @@ pyframe_set_local(_PyInterpreterFrame *frame, PyObject *name, PyObject *value)
     Py_XSETREF(frame->localsplus[index], Py_NewRef(value));
     return 0;
 }
+
+/* ---- building a replacement frame's localsplus --------------------------- */
+
+/* How many leading slots hold arguments: the positional and keyword-only
+ * parameters, then *args and **kwargs if the code takes them. */
+int
+pyframe_argument_slots(PyCodeObject *code)
+{
+    return code->co_argcount + code->co_kwonlyargcount
+           + !!(code->co_flags & CO_VARARGS) + !!(code->co_flags & CO_VARKEYWORDS);
+}
+
+#define GENERATOR_KINDS (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE)
+
+static int
+replacement_mismatch(PyCodeObject *original, PyCodeObject *replacement, const char *what)
+{
+    PyErr_Format(PyExc_TypeError,
+                 "pyframe: replacement %R cannot run in place of %R: %s",
+                 replacement, original, what);
+    return -1;
+}
+
+int
+pyframe_check_replacement(PyCodeObject *original, PyObject *replacement_object)
+{
+    PyCodeObject *replacement = (PyCodeObject *)replacement_object;
+    char what[200];
+
+    if (!PyCode_Check(replacement_object)) {
+        PyErr_Format(PyExc_TypeError, "pyframe: replacement code must be a code object, not %.100s",
+                     Py_TYPE(replacement_object)->tp_name);
+        return -1;
+    }
+    if ((original->co_flags ^ replacement->co_flags) & (CO_OPTIMIZED | CO_NEWLOCALS)) {
+        return replacement_mismatch(original, replacement,
+            "one is function code and the other module, class or exec code");
+    }
+    if ((original->co_flags ^ replacement->co_flags) & GENERATOR_KINDS) {
+        return replacement_mismatch(original, replacement,
+            "they differ in being a generator, coroutine or async generator");
+    }
+#define SAME_COUNT(field, label)                                                   \
+    if (original->field != replacement->field) {                                  \
+        PyOS_snprintf(what, sizeof(what), "it takes %d " label " where the original takes %d", \
+                      replacement->field, original->field);                       \
+        return replacement_mismatch(original, replacement, what);                 \
+    }
+    SAME_COUNT(co_argcount, "positional arguments")
+    SAME_COUNT(co_posonlyargcount, "positional-only arguments")
+    SAME_COUNT(co_kwonlyargcount, "keyword-only arguments")
+#undef SAME_COUNT
+    if ((original->co_flags ^ replacement->co_flags) & CO_VARARGS) {
+        return replacement_mismatch(original, replacement,
+            "one takes *args and the other does not");
+    }
+    if ((original->co_flags ^ replacement->co_flags) & CO_VARKEYWORDS) {
+        return replacement_mismatch(original, replacement,
+            "one takes **kwargs and the other does not");
+    }
+    int arguments = pyframe_argument_slots(original);
+    for (int i = 0; i < arguments; i++) {
+        PyObject *mine = PyTuple_GET_ITEM(original->co_localsplusnames, i);
+        PyObject *theirs = PyTuple_GET_ITEM(replacement->co_localsplusnames, i);
+        if (PyUnicode_Compare(mine, theirs) != 0) {
+            PyErr_Format(PyExc_TypeError,
+                         "pyframe: replacement %R cannot run in place of %R: its argument %d "
+                         "is named %R where the original's is %R",
+                         replacement, original, i, theirs, mine);
+            return -1;
+        }
+    }
+    /* Free variables are matched by name against the original's closure. */
+    int first_free = replacement->co_nlocalsplus - replacement->co_nfreevars;
+    for (int i = first_free; i < replacement->co_nlocalsplus; i++) {
+        PyObject *name = PyTuple_GET_ITEM(replacement->co_localsplusnames, i);
+        int found = 0;
+        int original_first_free = original->co_nlocalsplus - original->co_nfreevars;
+        for (int j = original_first_free; j < original->co_nlocalsplus && !found; j++) {
+            found = PyUnicode_Compare(name, PyTuple_GET_ITEM(original->co_localsplusnames, j)) == 0;
+        }
+        if (!found) {
+            PyErr_Format(PyExc_TypeError,
+                         "pyframe: replacement %R needs the free variable %R, which the "
+                         "closure of %R does not have",
+                         replacement, name, original);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The closure `replacement` needs, in its own order, taken by name from the
+ * function the original frame runs.  New reference; NULL with an error set. */
+static PyObject *
+closure_for(_PyInterpreterFrame *frame, PyCodeObject *original, PyCodeObject *replacement)
+{
+    PyObject *closure = PyTuple_New(replacement->co_nfreevars);   /* Owned. */
+    int first_free = replacement->co_nlocalsplus - replacement->co_nfreevars;
+    int original_first_free = original->co_nlocalsplus - original->co_nfreevars;
+
+    if (closure == NULL) {
+        return NULL;
+    }
+    for (int i = 0; i < replacement->co_nfreevars; i++) {
+        PyObject *name = PyTuple_GET_ITEM(replacement->co_localsplusnames, first_free + i);
+        PyObject *cell = NULL;
+        for (int j = original_first_free; j < original->co_nlocalsplus && cell == NULL; j++) {
+            if (PyUnicode_Compare(name, PyTuple_GET_ITEM(original->co_localsplusnames, j)) == 0) {
+                cell = closure_cell(frame, original, j);
+            }
+        }
+        if (cell == NULL) {
+            Py_DECREF(closure);
+            PyErr_Format(PyExc_TypeError, "pyframe: the function running %R has no cell for %R",
+                         original, name);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(closure, i, Py_NewRef(cell));
+    }
+    return closure;
+}
+
+/* Whether the replacement frame can keep the original's function object.
+ * COPY_FREE_VARS reads the frame function's closure and RETURN_GENERATOR
+ * sizes and names the generator from the function's code, so a new function
+ * is needed for generator code and for free variables in another order. */
+static int
+keeps_function(PyCodeObject *original, PyCodeObject *replacement)
+{
+    if (replacement->co_flags & GENERATOR_KINDS) {
+        return 0;
+    }
+    if (replacement->co_nfreevars == 0) {
+        return 1;
+    }
+    if (replacement->co_nfreevars != original->co_nfreevars) {
+        return 0;
+    }
+    for (int i = 1; i <= replacement->co_nfreevars; i++) {
+        PyObject *mine = PyTuple_GET_ITEM(original->co_localsplusnames, original->co_nlocalsplus - i);
+        PyObject *theirs = PyTuple_GET_ITEM(replacement->co_localsplusnames,
+                                            replacement->co_nlocalsplus - i);
+        if (PyUnicode_Compare(mine, theirs) != 0) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+PyObject *
+pyframe_replacement_function(_PyInterpreterFrame *frame, PyCodeObject *replacement)
+{
+    PyCodeObject *original = compat_frame_code(frame);        /* Borrowed. */
+    PyFunctionObject *running = (PyFunctionObject *)frame->f_funcobj;   /* Borrowed. */
+    PyFunctionObject *func = NULL;                            /* Owned. */
+    PyObject *closure = NULL;                                 /* Owned. */
+
+    if (keeps_function(original, replacement)) {
+        return Py_NewRef(running);
+    }
+    func = (PyFunctionObject *)PyFunction_New((PyObject *)replacement, frame->f_globals);
+    if (func == NULL) {
+        goto error;
+    }
+    if (replacement->co_nfreevars > 0) {
+        closure = closure_for(frame, original, replacement);
+        if (closure == NULL || PyFunction_SetClosure((PyObject *)func, closure) < 0) {
+            goto error;
+        }
+        Py_CLEAR(closure);
+    }
+    /* A generator made from it is named like the function the user called. */
+    if (PyFunction_Check(running)) {
+        Py_XSETREF(func->func_name, Py_NewRef(running->func_name));
+        Py_XSETREF(func->func_qualname, Py_NewRef(running->func_qualname));
+    }
+    return (PyObject *)func;
+
+error:
+    Py_XDECREF(closure);
+    Py_XDECREF(func);
+    return NULL;
+}
+
+int
+pyframe_take_bound_locals(_PyInterpreterFrame *frame, PyObject **released)
+{
+    PyCodeObject *code = compat_frame_code(frame);   /* Borrowed. */
+    int arguments = pyframe_argument_slots(code);
+    Py_ssize_t bound = 0;
+
+    /* Before a frame runs only its arguments are bound, unless a callback
+     * used Frame.set_local on another local.  Those references move to a
+     * list the caller releases once the frame is consistent again. */
+    *released = NULL;
+    for (int i = arguments; i < code->co_nlocalsplus; i++) {
+        bound += frame->localsplus[i] != NULL;
+    }
+    if (bound == 0) {
+        return 0;
+    }
+    if ((*released = PyList_New(0)) == NULL) {
+        return -1;
+    }
+    for (int i = arguments; i < code->co_nlocalsplus; i++) {
+        if (frame->localsplus[i] != NULL && PyList_Append(*released, frame->localsplus[i]) < 0) {
+            Py_CLEAR(*released);
+            return -1;
+        }
+    }
+    for (int i = arguments; i < code->co_nlocalsplus; i++) {
+        Py_CLEAR(frame->localsplus[i]);   /* the list holds them now */
+    }
+    return 0;
+}
+
+void
+pyframe_unbind_nonarguments(_PyInterpreterFrame *frame, PyCodeObject *replacement)
+{
+    /* Arguments stay in place; the replacement's own cells are made by its
+     * prologue (MAKE_CELL), its free variables by COPY_FREE_VARS from the
+     * frame's function, and its other locals start unbound. */
+    for (int i = pyframe_argument_slots(replacement); i < replacement->co_nlocalsplus; i++) {
+        frame->localsplus[i] = NULL;
+    }
+}

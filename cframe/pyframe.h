@@ -16,24 +16,31 @@ enum pyframe_action {
     PYFRAME_RUN = 0,             /* run the frame; ask again next time */
     PYFRAME_SKIP = 1,            /* run it; never ask again for this code */
     PYFRAME_SKIP_RECURSIVE = 2,  /* run it and all it calls without asking */
+    PYFRAME_REPLACE = 3,         /* run *code instead, this time */
+    PYFRAME_CACHE = 4,           /* run *code instead and cache it behind *guard */
 };
 
 /* Calls the user's callback for one frame and maps its result to an action.
  * Implemented in Cython (it owns the Frame type and the sentinels) and handed
  * to the hook by pyframe_hook_init().  `caller` is the frame that was running
- * when the hook fired, or NULL. */
+ * when the hook fired, or NULL.  For PYFRAME_REPLACE and PYFRAME_CACHE it sets
+ * *code (new reference) and *guard (new reference, or NULL for "always"). */
 typedef int (*pyframe_dispatch_fn)(PyObject *callback,
                                    struct _PyInterpreterFrame *frame,
                                    struct _PyInterpreterFrame *caller,
-                                   PyThreadState *tstate);
+                                   PyThreadState *tstate,
+                                   PyObject **code, PyObject **guard);
 
 /* eval_frame.c: the hook, per-thread callbacks and per-code decisions. */
 int pyframe_hook_init(pyframe_dispatch_fn dispatch);
 PyObject *pyframe_thread_get_callback(void);                /* Borrowed, or NULL. */
 PyObject *pyframe_thread_set_callback(PyObject *callback);  /* New: previous or None. */
 int pyframe_hook_installed(void);
-void pyframe_reset_code(PyObject *code);
-void pyframe_reset_all(void);
+int pyframe_reset_code(PyObject *code);
+int pyframe_reset_all(void);
+int pyframe_set_cache_limit(int limit);
+int pyframe_get_cache_limit(void);
+PyObject *pyframe_cache_entries(PyObject *code);                    /* New. */
 
 /* eval_frame.c: reading the frame the callback is handed. */
 PyObject *pyframe_frame_code(struct _PyInterpreterFrame *frame);      /* Borrowed. */
@@ -49,5 +56,16 @@ PyObject *pyframe_localsplus(struct _PyInterpreterFrame *frame,
                              PyObject *unbound);                      /* New. */
 int pyframe_set_local(struct _PyInterpreterFrame *frame, PyObject *name,
                       PyObject *value);
+
+/* localsplus.c: building a replacement frame in place of one that has not
+ * started (used by eval_frame.c only; the code types are CPython's). */
+#ifdef PYFRAME_COMPAT_H
+int pyframe_argument_slots(PyCodeObject *code);
+int pyframe_check_replacement(PyCodeObject *original, PyObject *replacement);
+PyObject *pyframe_replacement_function(struct _PyInterpreterFrame *frame,
+                                       PyCodeObject *replacement);   /* New. */
+int pyframe_take_bound_locals(struct _PyInterpreterFrame *frame, PyObject **released);
+void pyframe_unbind_nonarguments(struct _PyInterpreterFrame *frame, PyCodeObject *replacement);
+#endif
 
 #endif /* PYFRAME_H */

@@ -16,11 +16,15 @@ from ._cframe import (  # noqa: E402
     SKIP,
     SKIP_RECURSIVE,
     UNBOUND,
+    Compiled,
     Frame,
+    cache_entries,
     callback,
+    get_cache_limit,
     get_callback,
     hook_installed,
     reset,
+    set_cache_limit,
     set_callback,
 )
 
@@ -28,11 +32,15 @@ __all__ = [
     "SKIP",
     "SKIP_RECURSIVE",
     "UNBOUND",
+    "Compiled",
     "Frame",
+    "cache_entries",
     "callback",
+    "get_cache_limit",
     "get_callback",
     "hook_installed",
     "reset",
+    "set_cache_limit",
     "set_callback",
 ]
 __version__ = "0.1.0.dev0"

@@ -8,6 +8,7 @@ and the callback API; cframe/eval_frame.c owns the hook itself and calls
 
 cimport cython
 from cpython.object cimport PyObject
+from cpython.ref cimport Py_INCREF, Py_XINCREF
 from cpython.pystate cimport PyThreadState
 
 from types import CodeType
@@ -18,20 +19,26 @@ cdef extern from "pyframe.h":
         pass
 
     ctypedef int (*pyframe_dispatch_fn)(object, _PyInterpreterFrame *,
-                                        _PyInterpreterFrame *, PyThreadState *) except -1
+                                        _PyInterpreterFrame *, PyThreadState *,
+                                        PyObject **, PyObject **) except -1
 
     enum:
         PYFRAME_ERROR
         PYFRAME_RUN
         PYFRAME_SKIP
         PYFRAME_SKIP_RECURSIVE
+        PYFRAME_REPLACE
+        PYFRAME_CACHE
 
     int pyframe_hook_init(pyframe_dispatch_fn dispatch) except -1
     PyObject *pyframe_thread_get_callback()
     object pyframe_thread_set_callback(PyObject *callback)
     int pyframe_hook_installed()
-    void pyframe_reset_code(object code)
-    void pyframe_reset_all()
+    int pyframe_reset_code(object code) except -1
+    int pyframe_reset_all() except -1
+    int pyframe_set_cache_limit(int limit) except -1
+    int pyframe_get_cache_limit()
+    object pyframe_cache_entries(object code)
 
     PyObject *pyframe_frame_code(_PyInterpreterFrame *frame)
     PyObject *pyframe_frame_globals(_PyInterpreterFrame *frame)
@@ -149,8 +156,36 @@ cdef class Frame:
             code.co_qualname, code.co_filename, code.co_firstlineno)
 
 
+@cython.final
+cdef class Compiled:
+    """Replacement code to run in place of a frame, and to cache on the
+    original code object behind `guard`.
+
+    Later frames of that code call ``guard(f_locals)`` (None: always valid);
+    the first cached entry whose guard returns true runs without asking the
+    callback.
+    """
+
+    cdef readonly object code
+    cdef readonly object guard
+
+    def __init__(self, code, guard=None):
+        if not isinstance(code, CodeType):
+            raise TypeError("pyframe.Compiled() expects a code object; got %s"
+                            % _describe(code))
+        if guard is not None and not callable(guard):
+            raise TypeError("pyframe.Compiled() expects guard to be a callable taking "
+                            "the frame's f_locals, or None; got %s" % _describe(guard))
+        self.code = code
+        self.guard = guard
+
+    def __repr__(self):
+        return "pyframe.Compiled(%r, guard=%r)" % (self.code, self.guard)
+
+
 cdef int _dispatch(object callback, _PyInterpreterFrame *iframe,
-                   _PyInterpreterFrame *caller, PyThreadState *tstate) except -1:
+                   _PyInterpreterFrame *caller, PyThreadState *tstate,
+                   PyObject **code_out, PyObject **guard_out) except -1:
     cdef Frame view = Frame.__new__(Frame)
     view._frame = iframe
     view._caller = caller
@@ -166,9 +201,22 @@ cdef int _dispatch(object callback, _PyInterpreterFrame *iframe,
         return PYFRAME_SKIP
     if result is SKIP_RECURSIVE:
         return PYFRAME_SKIP_RECURSIVE
+    if type(result) is CodeType:
+        Py_INCREF(result)
+        code_out[0] = <PyObject *>result
+        return PYFRAME_REPLACE
+    if type(result) is Compiled:
+        compiled = <Compiled>result
+        Py_INCREF(compiled.code)
+        code_out[0] = <PyObject *>compiled.code
+        if compiled.guard is not None:
+            Py_INCREF(compiled.guard)
+            guard_out[0] = <PyObject *>compiled.guard
+        return PYFRAME_CACHE
     raise TypeError(
-        "pyframe callback %r returned %s; expected None, pyframe.SKIP or "
-        "pyframe.SKIP_RECURSIVE" % (callback, _describe(result)))
+        "pyframe callback %r returned %s; expected None, pyframe.SKIP, "
+        "pyframe.SKIP_RECURSIVE, a code object or pyframe.Compiled"
+        % (callback, _describe(result)))
 
 
 cdef str _describe(object value):
@@ -227,7 +275,8 @@ cdef class callback:
 
 
 def reset(code=None):
-    """Forget SKIP decisions: for `code`, or for every code object."""
+    """Forget SKIP decisions and cached replacement code: for `code`, or for
+    every code object."""
     if code is None:
         pyframe_reset_all()
         return
@@ -235,6 +284,35 @@ def reset(code=None):
         raise TypeError("pyframe.reset() expects a code object or None; got %s"
                         % _describe(code))
     pyframe_reset_code(code)
+
+
+def _check_code(str function, code):
+    if not isinstance(code, CodeType):
+        raise TypeError("pyframe.%s() expects a code object; got %s"
+                        % (function, _describe(code)))
+
+
+def set_cache_limit(n):
+    """Cache at most `n` replacements per code object (default 8); past it the
+    least recently used entry is dropped.  0 turns caching off."""
+    if type(n) is not int:
+        raise TypeError("pyframe.set_cache_limit() expects an int; got %s" % _describe(n))
+    if not 0 <= n <= 1 << 20:
+        raise ValueError("pyframe.set_cache_limit() expects 0 <= n <= %d; got %d"
+                         % (1 << 20, n))
+    pyframe_set_cache_limit(n)
+
+
+def get_cache_limit():
+    """The per-code-object cache limit."""
+    return pyframe_get_cache_limit()
+
+
+def cache_entries(code):
+    """[(replacement code, guard, hits)] cached on `code`, most recently used
+    first."""
+    _check_code("cache_entries", code)
+    return pyframe_cache_entries(code)
 
 
 def hook_installed():

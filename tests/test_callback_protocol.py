@@ -315,7 +315,7 @@ def test_keyboard_interrupt_from_callback_behaves_like_any_exception():
         assert pyframe.get_callback() is callback
 
 
-@pytest.mark.parametrize("bad", [42, "text", add.__code__, pyframe.UNBOUND])
+@pytest.mark.parametrize("bad", [42, "text", calls_add, pyframe.UNBOUND])
 def test_bad_return_value_is_a_type_error_naming_callback_and_type(bad):
     def callback(frame):
         return bad if frame.f_code is add.__code__ else None
