@@ -8,7 +8,7 @@ PY313 := $(shell tools/find-python 3.13)
 export PATH := $(dir $(PY312)):$(dir $(PY313)):$(PATH)
 
 TOOLS := .venv-tools
-VENV := .venv-3.12
+VENV := .venv-run
 
 .PHONY: help run test dev lint clean
 
@@ -22,9 +22,10 @@ $(TOOLS)/bin/tox:
 $(VENV)/bin/python:
 	$(PY312) -m venv $(VENV)
 
-run: $(VENV)/bin/python  ## build pyframe and run examples/hello.py under a printing callback
+run: $(VENV)/bin/python  ## build pyframe; run examples/hello.py (print entry locals) and examples/compiled.py (replacement code)
 	$(VENV)/bin/pip install --quiet .
 	$(VENV)/bin/python examples/hello.py
+	$(VENV)/bin/python examples/compiled.py
 
 test: $(TOOLS)/bin/tox  ## run the test matrix (py312, py313) and lint, as CI does
 	$(TOOLS)/bin/tox run -e py312,py313,lint
@@ -40,4 +41,4 @@ lint: $(TOOLS)/bin/tox  ## ruff, and the C compiled with -Werror
 	$(TOOLS)/bin/tox run -e lint
 
 clean:  ## remove builds, venvs and caches
-	rm -rf build dist *.egg-info .tox $(TOOLS) .venv-3.1* pyframe/_cframe.c pyframe/*.so
+	rm -rf build dist *.egg-info .tox $(TOOLS) $(VENV) .venv-3.1* pyframe/_cframe.c pyframe/*.so
