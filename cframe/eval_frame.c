@@ -560,6 +560,11 @@ pyframe_eval_frame(PyThreadState *tstate, _PyInterpreterFrame *frame, int throwf
     if (thread == NULL || thread->callback == NULL || thread->paused > 0
             || throwflag || frame->owner != FRAME_OWNED_BY_THREAD
             || tstate->tracing > 0 || !compat_frame_not_started(frame)) {
+        if (threads_with_callback == 0) {
+            /* Another PEP 523 function that was installed over ours put ours
+             * back after the last callback was removed: step aside now. */
+            sync_hook();
+        }
         return previous_eval(tstate, frame, throwflag);
     }
     state = code_state_peek(compat_frame_code(frame));
