@@ -45,18 +45,44 @@ entry_value(_PyInterpreterFrame *frame, PyCodeObject *code, int index)
     return frame->localsplus[index];
 }
 
+/* The dict an optimized frame's entry locals start from.  New.
+ *
+ * Optimized (function) code has no locals mapping of its own, except when
+ * exec() or eval() runs it: they hand every code object one.  CPython 3.12's
+ * f_locals getter then writes the fast locals into that mapping and shows the
+ * whole of it, so the entry locals start as a copy of it (pyframe must not
+ * write into the caller's mapping the way 3.12 does).  3.13's FrameLocalsProxy
+ * ignores the mapping and shows the fast locals alone. */
+static PyObject *
+optimized_locals_base(_PyInterpreterFrame *frame, int *merged)
+{
+    *merged = 0;
+#if !PYFRAME_PY313
+    if (frame->f_locals != NULL) {
+        PyObject *copy = PyDict_New();
+        if (copy != NULL && PyDict_Merge(copy, frame->f_locals, 1) < 0) {
+            Py_CLEAR(copy);
+        }
+        *merged = 1;
+        return copy;
+    }
+#endif
+    return PyDict_New();
+}
+
 PyObject *
 pyframe_build_locals(_PyInterpreterFrame *frame)
 {
     PyCodeObject *code = compat_frame_code(frame);   /* Borrowed. */
     PyObject *locals = NULL;                          /* Owned. */
+    int merged;
 
     /* Module bodies, class bodies and exec code keep their variables in a
      * mapping of their own: that mapping is their f_locals. */
     if (!(code->co_flags & CO_OPTIMIZED) && frame->f_locals != NULL) {
         return Py_NewRef(frame->f_locals);
     }
-    locals = PyDict_New();
+    locals = optimized_locals_base(frame, &merged);
     if (locals == NULL) {
         goto error;
     }
@@ -66,12 +92,20 @@ pyframe_build_locals(_PyInterpreterFrame *frame)
             continue;
         }
         PyObject *value = entry_value(frame, code, i);   /* Borrowed. */
-        if (value == NULL) {
+        PyObject *name = PyTuple_GET_ITEM(code->co_localsplusnames, i);
+        if (value != NULL) {
+            if (PyDict_SetItem(locals, name, value) < 0) {
+                goto error;
+            }
             continue;
         }
-        PyObject *name = PyTuple_GET_ITEM(code->co_localsplusnames, i);
-        if (PyDict_SetItem(locals, name, value) < 0) {
-            goto error;
+        /* An unbound variable is not shown, even where the merged mapping
+         * has an entry of that name: 3.12 deletes it. */
+        if (merged) {
+            int present = PyDict_Contains(locals, name);
+            if (present < 0 || (present && PyDict_DelItem(locals, name) < 0)) {
+                goto error;
+            }
         }
     }
     return locals;

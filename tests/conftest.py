@@ -78,8 +78,10 @@ def record_entries(func, *args, **kwargs):
 
     Frames are paired per code object, in the order each recorder met them:
     pyframe sees a frame when it is pushed, PY_START fires when its RESUME
-    runs (for generators: at the first next()/send()), and the n-th frame of
-    a code object one saw is the n-th the other saw.  Pairs come in the order
+    runs, and the n-th frame of a code object one saw is the n-th the other
+    saw.  For generators, coroutines and async generators PY_START waits for
+    the first next()/send(): func must start them in the order it made them,
+    and before it changes what their closures hold.  Pairs come in the order
     pyframe first met each code object.  An exception from func propagates
     after both recorders are removed.
     """
