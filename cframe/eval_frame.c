@@ -15,6 +15,8 @@
 
 typedef struct {
     PyObject *callback;   /* Owned; NULL while this thread has none. */
+    uint64_t serial;      /* Names this installation of the callback: SKIP
+                             decisions are remembered for it alone. */
     int paused;           /* > 0: frames run without asking the callback (inside
                              the callback itself, or under SKIP_RECURSIVE). */
 } thread_hook;
@@ -26,6 +28,7 @@ static _Thread_local thread_hook *this_thread;
 #define THREAD_CAPSULE_NAME "pyframe._cframe.thread_hook"
 
 static Py_ssize_t threads_with_callback;
+static uint64_t last_serial;
 
 /* ---- the hook's installation -------------------------------------------- */
 
@@ -134,6 +137,7 @@ pyframe_thread_set_callback(PyObject *callback)
     }
     previous = thread->callback;
     thread->callback = Py_XNewRef(callback);
+    thread->serial = callback != NULL ? ++last_serial : 0;
     threads_with_callback += (callback != NULL) - (previous != NULL);
     sync_hook();
     return previous != NULL ? previous : Py_NewRef(Py_None);
@@ -150,7 +154,7 @@ typedef struct {
 /* Every code_state is on one list, so pyframe.reset() can reach them all. */
 typedef struct code_state {
     struct code_state *prev, *next;
-    int skip;                 /* the callback said SKIP */
+    uint64_t skip_serial;     /* the callback installation that said SKIP; 0: none */
     int count;                /* entries in use, most recently used first */
     int capacity;
     uint64_t version;         /* bumped on every change to entries */
@@ -236,7 +240,7 @@ code_state_get_or_create(PyCodeObject *code)
 static void
 code_state_reset(code_state *state, PyObject **dropped)
 {
-    state->skip = 0;
+    state->skip_serial = 0;
     *dropped = code_state_take_entries(state);
 }
 
@@ -499,6 +503,7 @@ cache_lookup(thread_hook *thread, _PyInterpreterFrame *frame, code_state *state,
 {
     PyObject *locals = NULL;   /* Owned; built once, for the first guard. */
     int found = 0;
+    int rescans = 0;
 
     for (int i = 0; i < state->count; i++) {
         cache_entry *entry = &state->entries[i];
@@ -522,7 +527,16 @@ cache_lookup(thread_hook *thread, _PyInterpreterFrame *frame, code_state *state,
                 break;
             }
             if (state->version != version) {
-                break;   /* the guard changed the cache: ask the callback */
+                /* The cache changed during the call: the guard itself, or
+                 * another thread while the guard let go of the GIL (a hit
+                 * there moves an entry to the front).  Entries may have moved
+                 * under `i`: scan again from the start, a few times, rather
+                 * than ask the callback for an entry that may be cached. */
+                if (++rescans > 4) {
+                    break;
+                }
+                i = -1;
+                continue;
             }
             if (!verdict) {
                 continue;
@@ -569,7 +583,7 @@ pyframe_eval_frame(PyThreadState *tstate, _PyInterpreterFrame *frame, int throwf
     }
     state = code_state_peek(compat_frame_code(frame));
     if (state != NULL) {
-        if (state->skip) {
+        if (state->skip_serial == thread->serial) {
             return previous_eval(tstate, frame, 0);
         }
         if (state->count > 0) {
@@ -581,6 +595,11 @@ pyframe_eval_frame(PyThreadState *tstate, _PyInterpreterFrame *frame, int throwf
                 return run_replacement(tstate, frame, code);
             }
         }
+    }
+    /* A guard (or a finalizer it set off) may have removed this thread's
+     * callback: then there is no one to ask, and the frame just runs. */
+    if (thread->callback == NULL) {
+        return previous_eval(tstate, frame, 0);
     }
 
     callback = Py_NewRef(thread->callback);
@@ -597,7 +616,7 @@ pyframe_eval_frame(PyThreadState *tstate, _PyInterpreterFrame *frame, int throwf
         if (state == NULL) {
             goto error;
         }
-        state->skip = 1;
+        state->skip_serial = thread->serial;
         return previous_eval(tstate, frame, 0);
     case PYFRAME_SKIP_RECURSIVE:
         thread->paused++;

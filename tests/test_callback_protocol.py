@@ -202,6 +202,29 @@ def test_skip_stops_asking_for_that_code_until_reset():
         assert recorder.names == ["calls_add", "add", "add", "calls_add", "add"]
 
 
+def test_skip_is_remembered_for_the_callback_that_said_it():
+    with pyframe.callback(lambda frame: pyframe.SKIP):
+        add(1, 2)
+    later = Recorder()
+    with pyframe.callback(later):  # a new installation is asked afresh
+        add(1, 2)
+        add(1, 2)
+    assert later.names == ["add", "add"]
+
+    other_thread = Recorder()
+
+    def worker():
+        with pyframe.callback(other_thread):
+            add(1, 2)
+
+    with pyframe.callback(lambda frame: pyframe.SKIP):
+        add(1, 2)
+        thread = threading.Thread(target=worker)
+        thread.start()
+        thread.join(10)
+    assert other_thread.names == ["add"]
+
+
 def test_reset_rejects_non_code():
     with pytest.raises(TypeError, match="code object"):
         pyframe.reset(add)

@@ -1,0 +1,1 @@
+"""A package for tests/test_cli.py's -m cases."""
