@@ -295,7 +295,7 @@ class LocalsCallback:
         self.errors = errors
         self.shown = 0
 
-    def __call__(self, frame: pyframe.Frame) -> "CallbackResult":
+    def __call__(self, frame: pyframe.Frame) -> CallbackResult:
         try:
             if not self.frame_filter.wants(frame.f_code):
                 return pyframe.SKIP
