@@ -1080,3 +1080,34 @@ def test_locals_difference_names_the_first_difference():
     assert "different order at position 0" in locals_difference(
         {"b": two, "a": one}, {"a": one, "b": two}
     )
+
+
+# ---- shapes whose entry locals differ between 3.12 and 3.13 (tests/py31x) ----
+
+
+def exec_target():
+    local = token("local")
+    return local
+
+
+class PresetCellNames(type):
+    """Starts class bodies with entries named like their cells."""
+
+    @classmethod
+    def __prepare__(mcs, name, bases, **kwds):
+        return {"__class__": token("preset class"), "other": token("other")}
+
+    def __new__(mcs, name, bases, namespace):
+        # What the body left in the namespace (locals() would not do: on 3.12
+        # it is an observer that changes the namespace too).
+        cls = super().__new__(mcs, name, bases, namespace)
+        cls.seen = set(namespace)
+        return cls
+
+
+def make_preset_class():
+    class Preset(metaclass=PresetCellNames):
+        def method(self):
+            return __class__
+
+    return Preset

@@ -2,7 +2,7 @@
 
 import pytest
 from conftest import PY313, locals_difference, record_entries
-from test_entry_locals import CASES, run_case, token
+from test_entry_locals import CASES, exec_target, make_preset_class, run_case, token
 
 import pyframe
 
@@ -15,11 +15,6 @@ def test_f_lasti_of_a_frame_not_started_is_minus_one(name):
     # the first one, that is offset -1.
     for pair in run_case(name):
         assert pair.f_lasti == -1, f"{pair.qualname} (call #{pair.call})"
-
-
-def exec_target():
-    local = token("local")
-    return local
 
 
 def test_exec_of_function_code_shows_its_locals_mapping_merged_in():
@@ -47,29 +42,6 @@ def test_exec_of_function_code_shows_its_locals_mapping_merged_in():
     _, pairs = record_entries(exec, exec_target.__code__, namespace)
     (pair,) = [pair for pair in pairs if pair.code is exec_target.__code__]
     assert locals_difference(pair.got, pair.want) is None
-
-
-class PresetCellNames(type):
-    """Starts class bodies with entries named like their cells."""
-
-    @classmethod
-    def __prepare__(mcs, name, bases, **kwds):
-        return {"__class__": token("preset class"), "other": token("other")}
-
-    def __new__(mcs, name, bases, namespace):
-        # What the body left in the namespace (locals() would not do: on 3.12
-        # it is an observer that changes the namespace too).
-        cls = super().__new__(mcs, name, bases, namespace)
-        cls.seen = set(namespace)
-        return cls
-
-
-def make_preset_class():
-    class Preset(metaclass=PresetCellNames):
-        def method(self):
-            return __class__
-
-    return Preset
 
 
 def test_cpython_f_locals_deletes_preset_cell_names_from_a_class_namespace():

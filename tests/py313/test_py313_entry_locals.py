@@ -5,7 +5,7 @@ import textwrap
 
 import pytest
 from conftest import PY313, locals_difference, record_entries
-from test_entry_locals import CASES, run_case, token
+from test_entry_locals import CASES, exec_target, make_preset_class, run_case, token
 
 import pyframe
 
@@ -17,11 +17,6 @@ def test_f_lasti_of_a_frame_not_started_is_zero(name):
     # 3.13's frame points at the next instruction: the first one, offset 0.
     for pair in run_case(name):
         assert pair.f_lasti == 0, f"{pair.qualname} (call #{pair.call})"
-
-
-def exec_target():
-    local = token("local")
-    return local
 
 
 def test_exec_of_function_code_shows_only_its_fast_locals():
@@ -42,29 +37,6 @@ def test_exec_of_function_code_shows_only_its_fast_locals():
     (pair,) = [pair for pair in pairs if pair.code is exec_target.__code__]
     assert pair.want == {}
     assert locals_difference(pair.got, pair.want) is None
-
-
-class PresetCellNames(type):
-    """Starts class bodies with entries named like their cells."""
-
-    @classmethod
-    def __prepare__(mcs, name, bases, **kwds):
-        return {"__class__": token("preset class"), "other": token("other")}
-
-    def __new__(mcs, name, bases, namespace):
-        # What the body left in the namespace (locals() would not do: on 3.12
-        # it is an observer that changes the namespace too).
-        cls = super().__new__(mcs, name, bases, namespace)
-        cls.seen = set(namespace)
-        return cls
-
-
-def make_preset_class():
-    class Preset(metaclass=PresetCellNames):
-        def method(self):
-            return __class__
-
-    return Preset
 
 
 def test_class_namespace_with_preset_cell_names_is_shown_as_is():
