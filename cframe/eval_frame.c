@@ -36,21 +36,70 @@ static _PyFrameEvalFunction previous_eval = _PyEval_EvalFrameDefault;
 static pyframe_dispatch_fn dispatch;
 static PyObject *pyframe_eval_frame(PyThreadState *, _PyInterpreterFrame *, int);
 
+/* 1 from the moment ours is installed until we put the previous function
+ * back: another PEP 523 function installed over ours meanwhile may still run
+ * frames with ours (most do, Dynamo included), so ours is in its chain. */
+static int in_chain;
+
+/* Set while sync_hook() asks whether frames still reach ours. */
+static _Thread_local int probing, probe_reached;
+
+/* 1 when a new frame evaluated now reaches pyframe_eval_frame (through the
+ * function installed over ours), 0 when it does not, -1 with an exception.
+ * Runs the smallest code there is, `None`, as a module. */
+static int
+frames_reach_us(void)
+{
+    static PyObject *probe_code;   /* Owned, for the process. */
+    PyObject *globals = NULL, *result = NULL;
+
+    if (probe_code == NULL
+            && (probe_code = Py_CompileString("None", "<pyframe probe>", Py_eval_input)) == NULL) {
+        return -1;
+    }
+    globals = PyDict_New();
+    if (globals == NULL || PyDict_SetItemString(globals, "__builtins__", PyEval_GetBuiltins()) < 0) {
+        Py_XDECREF(globals);
+        return -1;
+    }
+    probing = 1;
+    probe_reached = 0;
+    result = PyEval_EvalCode(probe_code, globals, globals);
+    probing = 0;
+    Py_DECREF(globals);
+    if (result == NULL) {
+        return -1;
+    }
+    Py_DECREF(result);
+    return probe_reached;
+}
+
 /* Installs the hook while some thread has a callback and removes it when none
  * has.  When another PEP 523 function was installed on top of ours, we leave
- * it in place; ours stays in its chain as a pass-through. */
-static void
+ * it in place; ours stays in its chain as a pass-through.  -1 with an
+ * exception only when a callback is being installed. */
+static int
 sync_hook(void)
 {
     PyInterpreterState *interp = PyInterpreterState_Get();
     _PyFrameEvalFunction current = _PyInterpreterState_GetEvalFrameFunc(interp);
     if (threads_with_callback > 0 && current != pyframe_eval_frame) {
+        if (in_chain) {
+            /* Installing ours over a function that calls ours would loop. */
+            int reached = frames_reach_us();
+            if (reached != 0) {
+                return reached;
+            }
+        }
         previous_eval = current;
         _PyInterpreterState_SetEvalFrameFunc(interp, pyframe_eval_frame);
+        in_chain = 1;
     }
     else if (threads_with_callback == 0 && current == pyframe_eval_frame) {
         _PyInterpreterState_SetEvalFrameFunc(interp, previous_eval);
+        in_chain = 0;
     }
+    return 0;
 }
 
 int
@@ -74,7 +123,7 @@ thread_hook_free(PyObject *capsule)
     if (thread->callback != NULL) {
         threads_with_callback--;
         Py_CLEAR(thread->callback);
-        sync_hook();
+        (void)sync_hook();   /* removing: cannot fail */
     }
     PyMem_RawFree(thread);
 }
@@ -139,7 +188,12 @@ pyframe_thread_set_callback(PyObject *callback)
     thread->callback = Py_XNewRef(callback);
     thread->serial = callback != NULL ? ++last_serial : 0;
     threads_with_callback += (callback != NULL) - (previous != NULL);
-    sync_hook();
+    if (sync_hook() < 0) {
+        /* Not installed: leave things as they were. */
+        threads_with_callback -= (callback != NULL) - (previous != NULL);
+        Py_XSETREF(thread->callback, previous);
+        return NULL;
+    }
     return previous != NULL ? previous : Py_NewRef(Py_None);
 }
 
@@ -192,6 +246,10 @@ static void
 code_state_free(void *opaque)
 {
     code_state *state = opaque;
+    if (state == NULL) {
+        /* The code has extra storage for another user's index, not ours. */
+        return;
+    }
     state->prev->next = state->next;
     state->next->prev = state->prev;
     for (int i = 0; i < state->count; i++) {
@@ -312,27 +370,36 @@ pyframe_cache_entries(PyObject *code)
 }
 
 /* Puts a new entry first; steals `code` and `guard`.  The least recently
- * used entry past the limit comes back in *dropped for the caller to release. */
+ * used entries past the limit come back in *dropped for the caller to release:
+ * more than one when the limit was lowered since they were cached, and all of
+ * them (the new one not cached either) when it is 0. */
 static int
 cache_insert(code_state *state, PyObject *code, PyObject *guard, PyObject **dropped)
 {
+    int keep = cache_limit > 0 ? cache_limit - 1 : 0;   /* leaves room for the new one */
+
     *dropped = NULL;
-    if (cache_limit <= 0) {
-        Py_DECREF(code);
-        Py_XDECREF(guard);
-        return 0;
-    }
-    if (state->count >= cache_limit) {
-        cache_entry *last = &state->entries[--state->count];
-        *dropped = PyTuple_Pack(2, last->code, last->guard ? last->guard : Py_None);
+    if (state->count > keep) {
+        *dropped = PyTuple_New(2 * (Py_ssize_t)(state->count - keep));
         if (*dropped == NULL) {
-            state->count++;
             Py_DECREF(code);
             Py_XDECREF(guard);
             return -1;
         }
-        Py_DECREF(last->code);
-        Py_XDECREF(last->guard);
+        for (int i = keep; i < state->count; i++) {
+            cache_entry *gone = &state->entries[i];
+            /* The tuple takes over the entry's references. */
+            PyTuple_SET_ITEM(*dropped, 2 * (i - keep), gone->code);
+            PyTuple_SET_ITEM(*dropped, 2 * (i - keep) + 1,
+                             gone->guard ? gone->guard : Py_NewRef(Py_None));
+        }
+        state->count = keep;
+        state->version++;
+    }
+    if (cache_limit <= 0) {
+        Py_DECREF(code);
+        Py_XDECREF(guard);
+        return 0;
     }
     if (state->count == state->capacity) {
         int capacity = state->capacity ? state->capacity * 2 : 2;
@@ -517,8 +584,10 @@ cache_lookup(thread_hook *thread, _PyInterpreterFrame *frame, code_state *state,
                 break;
             }
             thread->paused++;
+            PyThreadState_EnterTracing(PyThreadState_GET());   /* see the hook */
             PyObject *result = PyObject_CallOneArg(guard, locals);
             verdict = result != NULL ? PyObject_IsTrue(result) : -1;
+            PyThreadState_LeaveTracing(PyThreadState_GET());
             thread->paused--;
             Py_XDECREF(result);
             Py_DECREF(guard);
@@ -568,6 +637,10 @@ pyframe_eval_frame(PyThreadState *tstate, _PyInterpreterFrame *frame, int throwf
     code_state *state;
     int action;
 
+    if (probing) {
+        probe_reached = 1;
+        return previous_eval(tstate, frame, throwflag);
+    }
     /* Resumptions (generator-owned frames), throws into generators, frames
      * run inside trace/profile/monitoring callbacks, and frames of threads
      * without a callback run as they would without pyframe. */
@@ -577,7 +650,7 @@ pyframe_eval_frame(PyThreadState *tstate, _PyInterpreterFrame *frame, int throwf
         if (threads_with_callback == 0) {
             /* Another PEP 523 function that was installed over ours put ours
              * back after the last callback was removed: step aside now. */
-            sync_hook();
+            (void)sync_hook();
         }
         return previous_eval(tstate, frame, throwflag);
     }
@@ -602,9 +675,14 @@ pyframe_eval_frame(PyThreadState *tstate, _PyInterpreterFrame *frame, int throwf
         return previous_eval(tstate, frame, 0);
     }
 
+    /* The callback runs as trace functions do: tracers, profilers and
+     * sys.monitoring do not see its frames (nor do breakpoints in it stop),
+     * so tools stacked on pyframe see the program as it would run alone. */
     callback = Py_NewRef(thread->callback);
     thread->paused++;
+    PyThreadState_EnterTracing(tstate);
     action = dispatch(callback, frame, compat_current_frame(tstate), tstate, &code, &guard);
+    PyThreadState_LeaveTracing(tstate);
     thread->paused--;
     Py_DECREF(callback);
 
@@ -649,6 +727,7 @@ pyframe_eval_frame(PyThreadState *tstate, _PyInterpreterFrame *frame, int throwf
 error:
     Py_XDECREF(code);
     Py_XDECREF(guard);
+    Py_XDECREF(dropped);   /* entries cache_insert took out before it failed */
     frame_clear_and_pop(tstate, frame);
     return NULL;
 }

@@ -286,6 +286,49 @@ def test_not_called_inside_settrace_or_monitoring_callbacks():
     assert names == [{"x": 1}, {"a": 1, "b": 1}]
 
 
+def test_tracers_and_monitoring_do_not_see_the_callback_or_guards():
+    # Like a trace function's own frames: a debugger or profiler running
+    # beside pyframe sees the program, not pyframe's callback and guards.
+    traced, started = [], []
+
+    def tracer(frame, event, arg):
+        traced.append((event, frame.f_code.co_name))
+        return tracer
+
+    def on_start(code, offset):
+        started.append(code.co_name)
+
+    def guard(f_locals):
+        add(0, 0)
+        return True
+
+    def callback(frame):
+        add(0, 0)
+        if frame.f_code is add.__code__:
+            return pyframe.Compiled(add.__code__.replace(), guard=guard)
+        return None
+
+    tool = sys.monitoring.PROFILER_ID
+    sys.monitoring.use_tool_id(tool, "pyframe-test")
+    try:
+        sys.monitoring.register_callback(tool, sys.monitoring.events.PY_START, on_start)
+        sys.monitoring.set_events(tool, sys.monitoring.events.PY_START)
+        with pyframe.callback(callback):
+            sys.settrace(tracer)
+            calls_add(1)  # add's replacement is cached...
+            calls_add(2)  # ...and its guard runs here
+            sys.settrace(None)
+    finally:
+        sys.settrace(None)
+        sys.monitoring.set_events(tool, 0)
+        sys.monitoring.register_callback(tool, sys.monitoring.events.PY_START, None)
+        sys.monitoring.free_tool_id(tool)
+        pyframe.reset()
+    assert [name for event, name in traced if event == "call"] == ["calls_add", "add"] * 2
+    assert started.count("add") == 2  # the program's two calls, no more
+    assert "callback" not in started and "guard" not in started
+
+
 def test_generator_frames_are_intercepted_once_not_on_resumption_or_throw():
     names = []
 

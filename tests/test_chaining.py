@@ -4,6 +4,7 @@ tools/floorhook is a pass-through PEP 523 function that counts the frames it
 evaluates; it stands in for the other tool.
 """
 
+import ctypes
 import importlib.util
 import os
 
@@ -85,3 +86,61 @@ def test_another_function_installed_over_pyframe(floorhook):
     work(3)  # ...which steps aside on the next frame
     assert not pyframe.hook_installed()
     assert not floorhook.installed()
+
+
+def test_callback_set_again_while_another_function_is_over_pyframe(floorhook):
+    # pyframe is left in floorhook's chain as a pass-through; installing a
+    # callback again must not put pyframe over floorhook too (each would then
+    # call the other, forever): pyframe finds frames still reach it.
+    with pyframe.callback(lambda frame: None):
+        floorhook.install()
+    try:
+        seen = []
+        with pyframe.callback(lambda frame: seen.append(frame.f_code.co_name)):
+            assert not pyframe.hook_installed()  # floorhook stays on top
+            floorhook.reset_calls()
+            assert work(1) == 2
+            assert seen == ["work"]
+            assert floorhook.calls() >= 1
+    finally:
+        floorhook.uninstall()
+    work(2)
+    assert not pyframe.hook_installed() and not floorhook.installed()
+
+
+_api = ctypes.pythonapi
+_api.PyInterpreterState_Get.restype = ctypes.c_void_p
+_api.PyInterpreterState_Get.argtypes = []
+_api._PyInterpreterState_SetEvalFrameFunc.restype = None
+_api._PyInterpreterState_SetEvalFrameFunc.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+CPYTHON_EVALUATOR = ctypes.cast(_api._PyEval_EvalFrameDefault, ctypes.c_void_p).value
+
+
+def test_callback_set_after_another_tool_took_pyframe_out_of_the_chain():
+    # As torch's set_eval_frame(None) does: it puts back the function it
+    # replaced, whatever is installed by then, here over pyframe's.
+    with pyframe.callback(lambda frame: None):
+        _api._PyInterpreterState_SetEvalFrameFunc(_api.PyInterpreterState_Get(), CPYTHON_EVALUATOR)
+        assert not pyframe.hook_installed()
+        seen = []
+        with pyframe.callback(lambda frame: seen.append(frame.f_code.co_name)):
+            assert pyframe.hook_installed()  # frames no longer reached it
+            work(1)
+        assert seen == ["work"]
+    assert not pyframe.hook_installed()
+
+
+def test_code_freed_with_extra_storage_of_another_tool():
+    # Dynamo and others keep their own code-extra slots.  A code object with
+    # one at an index above pyframe's has an empty slot for pyframe, which
+    # CPython still hands to pyframe's free function when the code goes.
+    _api.PyUnstable_Eval_RequestCodeExtraIndex.restype = ctypes.c_ssize_t
+    _api.PyUnstable_Eval_RequestCodeExtraIndex.argtypes = [ctypes.c_void_p]
+    _api.PyUnstable_Code_SetExtra.restype = ctypes.c_int
+    _api.PyUnstable_Code_SetExtra.argtypes = [ctypes.py_object, ctypes.c_ssize_t, ctypes.c_void_p]
+    index = _api.PyUnstable_Eval_RequestCodeExtraIndex(None)  # no free function
+    assert index >= 0
+    for _ in range(3):
+        code = compile("x = 1", "<other tool>", "exec")
+        assert _api.PyUnstable_Code_SetExtra(code, index, 1) == 0
+        del code  # crashed: pyframe's free function read the empty slot
