@@ -94,6 +94,8 @@ def build(target_dir):
                 "building floorhook failed:\n$ %s\n%s%s"
                 % (shlex.join(command), done.stdout, done.stderr)
             )
+        # mkstemp made it private (0600); make it an ordinary module file.
+        os.chmod(partial, 0o755)
         os.replace(partial, target)
     finally:
         if os.path.exists(partial):

@@ -6,11 +6,13 @@
  * hook does nothing but count and call the evaluator that was installed
  * before it, so pyframe's cost over this floor is what pyframe itself adds.
  *
- *   install()          pass-through hook that counts frames
+ *   install()          pass-through hook that counts frames (install(None)
+ *                      is the same)
  *   install(callback)  the same, and also calls callback() (no arguments) for
  *                      every new frame: not for generator/coroutine
  *                      resumptions nor throws into them, and not for the frames
- *                      the callback itself runs.  If callback() raises, the
+ *                      the callback itself runs (nor those that print its
+ *                      errors).  If callback() raises, the
  *                      error is printed with PyErr_WriteUnraisable and the
  *                      frame runs anyway (so a bad callback never loses a
  *                      frame; it also means KeyboardInterrupt is swallowed).
@@ -61,13 +63,16 @@ floor_eval_frame(PyThreadState *tstate, struct _PyInterpreterFrame *frame, int t
         PyObject *result;
         in_callback++;
         result = PyObject_CallNoArgs(cb);
-        in_callback--;
         if (result == NULL) {
+            /* Still inside in_callback: printing the error runs Python code
+             * (sys.unraisablehook, traceback formatting) whose frames must
+             * not call the failing callback again. */
             PyErr_WriteUnraisable(cb);
         }
         else {
             Py_DECREF(result);
         }
+        in_callback--;
         Py_DECREF(cb);
     }
     return previous_eval(tstate, frame, throwflag);
