@@ -10,7 +10,7 @@ export PATH := $(dir $(PY312)):$(dir $(PY313)):$(PATH)
 TOOLS := .venv-tools
 VENV := .venv-run
 
-.PHONY: help run test dev lint clean
+.PHONY: help run test dev lint asan valgrind fuzz bench clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 12
@@ -27,8 +27,8 @@ run: $(VENV)/bin/python  ## build pyframe; run examples/hello.py (print entry lo
 	$(VENV)/bin/python examples/hello.py
 	$(VENV)/bin/python examples/compiled.py
 
-test: $(TOOLS)/bin/tox  ## run the test matrix (py312, py313) and lint, as CI does
-	$(TOOLS)/bin/tox run -e py312,py313,lint
+test: $(TOOLS)/bin/tox  ## run the tests on 3.12 and 3.13, next to TorchDynamo (installs torch 2.13, ~5 GB per version), and lint, as CI does
+	$(TOOLS)/bin/tox run -e py312,py313,py312-torch,py313-torch,lint
 
 dev:  ## editable installs in .venv-3.12 and .venv-3.13 for quick pytest runs
 	for py in $(PY312) $(PY313); do \
@@ -40,5 +40,22 @@ dev:  ## editable installs in .venv-3.12 and .venv-3.13 for quick pytest runs
 lint: $(TOOLS)/bin/tox  ## ruff, and the C compiled with -Werror
 	$(TOOLS)/bin/tox run -e lint
 
+asan:  ## the tests on 3.12 and 3.13 with pyframe built with AddressSanitizer and UBSan
+	tools/asan.sh 3.12
+	tools/asan.sh 3.13
+
+valgrind:  ## the tests that drive cframe/ hardest under valgrind memcheck, 3.12 and 3.13
+	tools/valgrind.sh 3.12
+	tools/valgrind.sh 3.13
+
+FUZZ_EXAMPLES ?= 5000
+fuzz: dev  ## a long run of the generated-programs test (FUZZ_EXAMPLES=5000) on 3.12 and 3.13
+	cd tests && for v in 3.12 3.13; do \
+	  PYFRAME_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) ../.venv-$$v/bin/python -m pytest -p no:cacheprovider -q test_generated.py || exit 1; \
+	done
+
+bench: $(TOOLS)/bin/tox  ## the overhead benchmark (release builds, 7 rounds) on 3.12 and 3.13; JSON in build/
+	$(TOOLS)/bin/tox run -e bench-py312,bench-py313
+
 clean:  ## remove builds, venvs and caches
-	rm -rf build dist *.egg-info .tox $(TOOLS) $(VENV) .venv-3.1* pyframe/_cframe.c pyframe/*.so
+	rm -rf build dist *.egg-info .tox $(TOOLS) $(VENV) .venv-3.1* .venv-asan-3.1* .venv-valgrind-3.1* pyframe/_cframe.c pyframe/*.so
