@@ -19,11 +19,18 @@ typedef struct {
                              decisions are remembered for it alone. */
     int paused;           /* > 0: frames run without asking the callback (inside
                              the callback itself, or under SKIP_RECURSIVE). */
+    int probing;          /* sync_hook() is asking whether frames reach ours */
+    int probe_reached;    /* ... and one did */
 } thread_hook;
+
+/* Thread-locals read on every frame: the initial-exec model makes each read
+ * one instruction instead of a call to __tls_get_addr (the few bytes come
+ * from the static TLS space glibc keeps for modules loaded later). */
+#define PYFRAME_THREAD_LOCAL _Thread_local __attribute__((tls_model("initial-exec")))
 
 /* Borrowed from a capsule in the thread's state dict, which frees it (and
  * drops the callback) when the thread's state is cleared at thread exit. */
-static _Thread_local thread_hook *this_thread;
+static PYFRAME_THREAD_LOCAL thread_hook *this_thread;
 
 #define THREAD_CAPSULE_NAME "pyframe._cframe.thread_hook"
 
@@ -41,14 +48,12 @@ static PyObject *pyframe_eval_frame(PyThreadState *, _PyInterpreterFrame *, int)
  * frames with ours (most do, Dynamo included), so ours is in its chain. */
 static int in_chain;
 
-/* Set while sync_hook() asks whether frames still reach ours. */
-static _Thread_local int probing, probe_reached;
-
 /* 1 when a new frame evaluated now reaches pyframe_eval_frame (through the
  * function installed over ours), 0 when it does not, -1 with an exception.
- * Runs the smallest code there is, `None`, as a module. */
+ * Runs the smallest code there is, `None`, as a module, with this thread's
+ * callback paused. */
 static int
-frames_reach_us(void)
+frames_reach_us(thread_hook *thread)
 {
     static PyObject *probe_code;   /* Owned, for the process. */
     PyObject *globals = NULL, *result = NULL;
@@ -62,16 +67,18 @@ frames_reach_us(void)
         Py_XDECREF(globals);
         return -1;
     }
-    probing = 1;
-    probe_reached = 0;
+    thread->probing = 1;
+    thread->probe_reached = 0;
+    thread->paused++;
     result = PyEval_EvalCode(probe_code, globals, globals);
-    probing = 0;
+    thread->paused--;
+    thread->probing = 0;
     Py_DECREF(globals);
     if (result == NULL) {
         return -1;
     }
     Py_DECREF(result);
-    return probe_reached;
+    return thread->probe_reached;
 }
 
 /* Installs the hook while some thread has a callback and removes it when none
@@ -86,7 +93,7 @@ sync_hook(void)
     if (threads_with_callback > 0 && current != pyframe_eval_frame) {
         if (in_chain) {
             /* Installing ours over a function that calls ours would loop. */
-            int reached = frames_reach_us();
+            int reached = frames_reach_us(this_thread);
             if (reached != 0) {
                 return reached;
             }
@@ -203,6 +210,7 @@ typedef struct {
     PyObject *code;       /* Owned: the replacement. */
     PyObject *guard;      /* Owned; NULL: always valid. */
     Py_ssize_t hits;
+    int keeps_function;   /* pyframe_keeps_function(original, code) */
 } cache_entry;
 
 /* Every code_state is on one list, so pyframe.reset() can reach them all. */
@@ -374,7 +382,8 @@ pyframe_cache_entries(PyObject *code)
  * more than one when the limit was lowered since they were cached, and all of
  * them (the new one not cached either) when it is 0. */
 static int
-cache_insert(code_state *state, PyObject *code, PyObject *guard, PyObject **dropped)
+cache_insert(code_state *state, PyObject *code, PyObject *guard, int keeps_function,
+             PyObject **dropped)
 {
     int keep = cache_limit > 0 ? cache_limit - 1 : 0;   /* leaves room for the new one */
 
@@ -414,7 +423,7 @@ cache_insert(code_state *state, PyObject *code, PyObject *guard, PyObject **drop
         state->capacity = capacity;
     }
     memmove(&state->entries[1], &state->entries[0], state->count * sizeof(cache_entry));
-    state->entries[0] = (cache_entry){code, guard, 0};
+    state->entries[0] = (cache_entry){code, guard, 0, keeps_function};
     state->count++;
     state->version++;
     return 0;
@@ -481,7 +490,7 @@ frame_clear_and_pop(PyThreadState *tstate, _PyInterpreterFrame *frame)
  * a frame that starts a chunk frees it when popped, and `top` of the chunk
  * below records where its frames end.  NULL with MemoryError, frame intact. */
 static _PyInterpreterFrame *
-frame_make_room(PyThreadState *tstate, _PyInterpreterFrame *frame, int size)
+frame_move_to_new_chunk(PyThreadState *tstate, _PyInterpreterFrame *frame, int size)
 {
     PyObject **base = (PyObject **)frame;
     _PyStackChunk *chunk = tstate->datastack_chunk;
@@ -490,9 +499,6 @@ frame_make_room(PyThreadState *tstate, _PyInterpreterFrame *frame, int size)
     size_t used = offsetof(_PyInterpreterFrame, localsplus)
                   + compat_frame_code(frame)->co_nlocalsplus * sizeof(PyObject *);
 
-    if (base + size < tstate->datastack_limit) {
-        return frame;
-    }
     while (bytes < offsetof(_PyStackChunk, data) + (size_t)size * sizeof(PyObject *)) {
         bytes *= 2;
     }
@@ -521,21 +527,41 @@ frame_make_room(PyThreadState *tstate, _PyInterpreterFrame *frame, int size)
     return (_PyInterpreterFrame *)&fresh->data[0];
 }
 
-/* Runs `replacement` (a checked code object; stolen) in place of `frame`. */
+static inline _PyInterpreterFrame *
+frame_make_room(PyThreadState *tstate, _PyInterpreterFrame *frame, int size)
+{
+    if ((PyObject **)frame + size < tstate->datastack_limit) {
+        return frame;
+    }
+    return frame_move_to_new_chunk(tstate, frame, size);
+}
+
+/* Runs `replacement` (a checked code object; stolen) in place of `frame`.
+ * `keeps_function`: pyframe_keeps_function() of the pair.  `fresh`: the
+ * frame holds nothing but its arguments (no callback had it to call
+ * Frame.set_local on), as for cached replacements. */
 static PyObject *
-run_replacement(PyThreadState *tstate, _PyInterpreterFrame *frame, PyObject *replacement)
+run_replacement(PyThreadState *tstate, _PyInterpreterFrame *frame, PyObject *replacement,
+                int keeps_function, int fresh)
 {
     PyCodeObject *code = (PyCodeObject *)replacement;   /* Owned until the frame has it. */
-    PyObject *func = NULL;        /* Owned until the frame has it. */
+    PyObject *func = NULL;        /* Owned until the frame has it; NULL: keep the frame's. */
+    PyObject *old_func = NULL;    /* Owned (was the frame's). */
     PyObject *released = NULL;    /* Owned. */
     PyCodeObject *old_code;       /* Owned (was the frame's). */
-    PyObject *old_func;           /* Owned (was the frame's). */
     _PyInterpreterFrame *target;  /* Borrowed: the frame, maybe moved. */
 
-    func = pyframe_replacement_function(frame, code);
-    if (func == NULL || pyframe_take_bound_locals(frame, &released) < 0) {
+    if (!keeps_function && (func = pyframe_replacement_function(frame, code)) == NULL) {
         goto error;
     }
+    if (!fresh && pyframe_take_bound_locals(frame, &released) < 0) {
+        goto error;
+    }
+#ifndef NDEBUG
+    for (int i = pyframe_argument_slots(code); fresh && i < compat_frame_code(frame)->co_nlocalsplus; i++) {
+        assert(frame->localsplus[i] == NULL);
+    }
+#endif
     target = frame_make_room(tstate, frame, code->co_framesize);
     if (target == NULL) {
         goto error;
@@ -544,13 +570,15 @@ run_replacement(PyThreadState *tstate, _PyInterpreterFrame *frame, PyObject *rep
      * data stack agree again. */
     pyframe_unbind_nonarguments(target, code);
     old_code = compat_frame_swap_code(target, code);
-    old_func = target->f_funcobj;
-    target->f_funcobj = func;
+    if (func != NULL) {
+        old_func = target->f_funcobj;
+        target->f_funcobj = func;
+    }
     target->stacktop = code->co_nlocalsplus;
     tstate->datastack_top = (PyObject **)target + code->co_framesize;
     /* Releasing these may run finalizers: they push frames above ours. */
     Py_DECREF(old_code);
-    Py_DECREF(old_func);
+    Py_XDECREF(old_func);
     Py_XDECREF(released);
     return previous_eval(tstate, target, 0);
 
@@ -563,10 +591,10 @@ error:
 }
 
 /* Looks for a cached replacement whose guard accepts the frame.  1: found,
- * *code set (new reference); 0: none; -1: a guard raised. */
+ * *code set (new reference) and *keeps_function; 0: none; -1: a guard raised. */
 static int
 cache_lookup(thread_hook *thread, _PyInterpreterFrame *frame, code_state *state,
-             PyObject **code)
+             PyObject **code, int *keeps_function)
 {
     PyObject *locals = NULL;   /* Owned; built once, for the first guard. */
     int found = 0;
@@ -613,6 +641,7 @@ cache_lookup(thread_hook *thread, _PyInterpreterFrame *frame, code_state *state,
         }
         state->entries[i].hits++;
         *code = Py_NewRef(state->entries[i].code);
+        *keeps_function = state->entries[i].keeps_function;
         if (i > 0) {
             cache_move_to_front(state, i);
         }
@@ -625,47 +654,31 @@ cache_lookup(thread_hook *thread, _PyInterpreterFrame *frame, code_state *state,
 
 /* ---- the hook --------------------------------------------------------------- */
 
-static PyObject *
-pyframe_eval_frame(PyThreadState *tstate, _PyInterpreterFrame *frame, int throwflag)
+/* A new frame of a thread with a callback: run it, skip it, or run
+ * replacement code, as the code's state or the callback decides. */
+static Py_NO_INLINE PyObject *
+intercept(PyThreadState *tstate, _PyInterpreterFrame *frame, thread_hook *thread)
 {
-    thread_hook *thread = this_thread;   /* Borrowed. */
     PyObject *callback;                  /* Owned during the call. */
     PyObject *code = NULL;               /* Owned: replacement code. */
     PyObject *guard = NULL;              /* Owned. */
     PyObject *dropped = NULL;            /* Owned. */
     PyObject *result;
     code_state *state;
-    int action;
+    int action, keeps_function = 0;
 
-    if (probing) {
-        probe_reached = 1;
-        return previous_eval(tstate, frame, throwflag);
-    }
-    /* Resumptions (generator-owned frames), throws into generators, frames
-     * run inside trace/profile/monitoring callbacks, and frames of threads
-     * without a callback run as they would without pyframe. */
-    if (thread == NULL || thread->callback == NULL || thread->paused > 0
-            || throwflag || frame->owner != FRAME_OWNED_BY_THREAD
-            || tstate->tracing > 0 || !compat_frame_not_started(frame)) {
-        if (threads_with_callback == 0) {
-            /* Another PEP 523 function that was installed over ours put ours
-             * back after the last callback was removed: step aside now. */
-            (void)sync_hook();
-        }
-        return previous_eval(tstate, frame, throwflag);
-    }
     state = code_state_peek(compat_frame_code(frame));
     if (state != NULL) {
         if (state->skip_serial == thread->serial) {
             return previous_eval(tstate, frame, 0);
         }
         if (state->count > 0) {
-            int found = cache_lookup(thread, frame, state, &code);
+            int found = cache_lookup(thread, frame, state, &code, &keeps_function);
             if (found < 0) {
                 goto error;
             }
             if (found) {
-                return run_replacement(tstate, frame, code);
+                return run_replacement(tstate, frame, code, keeps_function, 1);
             }
         }
     }
@@ -706,19 +719,20 @@ pyframe_eval_frame(PyThreadState *tstate, _PyInterpreterFrame *frame, int throwf
         if (pyframe_check_replacement(compat_frame_code(frame), code) < 0) {
             goto error;
         }
+        keeps_function = pyframe_keeps_function(compat_frame_code(frame), (PyCodeObject *)code);
         if (action == PYFRAME_CACHE) {
             state = code_state_get_or_create(compat_frame_code(frame));
             if (state == NULL) {
                 goto error;
             }
-            int inserted = cache_insert(state, Py_NewRef(code), guard, &dropped);
+            int inserted = cache_insert(state, Py_NewRef(code), guard, keeps_function, &dropped);
             guard = NULL;   /* cache_insert stole it */
             if (inserted < 0) {
                 goto error;
             }
             Py_XDECREF(dropped);   /* may run finalizers: the frame is intact */
         }
-        return run_replacement(tstate, frame, code);
+        return run_replacement(tstate, frame, code, keeps_function, 0);
     default:
         assert(action == PYFRAME_ERROR && PyErr_Occurred());
         goto error;
@@ -730,6 +744,31 @@ error:
     Py_XDECREF(dropped);   /* entries cache_insert took out before it failed */
     frame_clear_and_pop(tstate, frame);
     return NULL;
+}
+
+/* The PEP 523 function.  Kept small, for the frames it only passes on:
+ * resumptions (generator-owned frames), throws into generators, frames run
+ * by callbacks and guards and inside trace/profile/monitoring callbacks, and
+ * frames of threads without a callback run as they would without pyframe. */
+static PyObject *
+pyframe_eval_frame(PyThreadState *tstate, _PyInterpreterFrame *frame, int throwflag)
+{
+    thread_hook *thread = this_thread;   /* Borrowed. */
+
+    if (thread != NULL && thread->paused == 0 && thread->callback != NULL && !throwflag
+            && frame->owner == FRAME_OWNED_BY_THREAD && tstate->tracing == 0
+            && compat_frame_not_started(frame)) {
+        return intercept(tstate, frame, thread);
+    }
+    if (thread != NULL && thread->probing) {
+        thread->probe_reached = 1;
+    }
+    if (threads_with_callback == 0) {
+        /* Another PEP 523 function that was installed over ours put ours
+         * back after the last callback was removed: step aside now. */
+        (void)sync_hook();
+    }
+    return previous_eval(tstate, frame, throwflag);
 }
 
 int

@@ -67,7 +67,8 @@ optimized_locals_base(_PyInterpreterFrame *frame, int *merged)
         return copy;
     }
 #endif
-    return PyDict_New();
+    /* Sized for every variable, so larger frames never grow it. */
+    return _PyDict_NewPresized(compat_frame_code(frame)->co_nlocalsplus);
 }
 
 PyObject *
@@ -231,13 +232,6 @@ pyframe_set_local(_PyInterpreterFrame *frame, PyObject *name, PyObject *value)
 
 /* How many leading slots hold arguments: the positional and keyword-only
  * parameters, then *args and **kwargs if the code takes them. */
-int
-pyframe_argument_slots(PyCodeObject *code)
-{
-    return code->co_argcount + code->co_kwonlyargcount
-           + !!(code->co_flags & CO_VARARGS) + !!(code->co_flags & CO_VARKEYWORDS);
-}
-
 #define GENERATOR_KINDS (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE)
 
 static int
@@ -353,8 +347,8 @@ closure_for(_PyInterpreterFrame *frame, PyCodeObject *original, PyCodeObject *re
  * COPY_FREE_VARS reads the frame function's closure and RETURN_GENERATOR
  * sizes and names the generator from the function's code, so a new function
  * is needed for generator code and for free variables in another order. */
-static int
-keeps_function(PyCodeObject *original, PyCodeObject *replacement)
+int
+pyframe_keeps_function(PyCodeObject *original, PyCodeObject *replacement)
 {
     if (replacement->co_flags & GENERATOR_KINDS) {
         return 0;
@@ -384,9 +378,7 @@ pyframe_replacement_function(_PyInterpreterFrame *frame, PyCodeObject *replaceme
     PyFunctionObject *func = NULL;                            /* Owned. */
     PyObject *closure = NULL;                                 /* Owned. */
 
-    if (keeps_function(original, replacement)) {
-        return Py_NewRef(running);
-    }
+    assert(!pyframe_keeps_function(original, replacement));
     func = (PyFunctionObject *)PyFunction_New((PyObject *)replacement, frame->f_globals);
     if (func == NULL) {
         goto error;
@@ -441,15 +433,4 @@ pyframe_take_bound_locals(_PyInterpreterFrame *frame, PyObject **released)
         Py_CLEAR(frame->localsplus[i]);   /* the list holds them now */
     }
     return 0;
-}
-
-void
-pyframe_unbind_nonarguments(_PyInterpreterFrame *frame, PyCodeObject *replacement)
-{
-    /* Arguments stay in place; the replacement's own cells are made by its
-     * prologue (MAKE_CELL), its free variables by COPY_FREE_VARS from the
-     * frame's function, and its other locals start unbound. */
-    for (int i = pyframe_argument_slots(replacement); i < replacement->co_nlocalsplus; i++) {
-        frame->localsplus[i] = NULL;
-    }
 }

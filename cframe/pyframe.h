@@ -60,12 +60,34 @@ int pyframe_set_local(struct _PyInterpreterFrame *frame, PyObject *name,
 /* localsplus.c: building a replacement frame in place of one that has not
  * started (used by eval_frame.c only; the code types are CPython's). */
 #ifdef PYFRAME_COMPAT_H
-int pyframe_argument_slots(PyCodeObject *code);
 int pyframe_check_replacement(PyCodeObject *original, PyObject *replacement);
+/* 1: the replacement frame can keep the original's function object. */
+int pyframe_keeps_function(PyCodeObject *original, PyCodeObject *replacement);
+/* The function for the replacement frame when it cannot. */
 PyObject *pyframe_replacement_function(struct _PyInterpreterFrame *frame,
                                        PyCodeObject *replacement);   /* New. */
 int pyframe_take_bound_locals(struct _PyInterpreterFrame *frame, PyObject **released);
-void pyframe_unbind_nonarguments(struct _PyInterpreterFrame *frame, PyCodeObject *replacement);
+
+/* The slots that hold arguments when a frame starts. */
+static inline int
+pyframe_argument_slots(PyCodeObject *code)
+{
+    return code->co_argcount + code->co_kwonlyargcount
+           + !!(code->co_flags & CO_VARARGS) + !!(code->co_flags & CO_VARKEYWORDS);
+}
+
+/* Empties the replacement's slots past its arguments (called on the frame
+ * that will run it, once pyframe_take_bound_locals emptied the original's):
+ * its own cells are made by its prologue (MAKE_CELL), its free variables by
+ * COPY_FREE_VARS from the frame's function, and its other locals start
+ * unbound.  Inline: it is on the path of every cached replacement. */
+static inline void
+pyframe_unbind_nonarguments(struct _PyInterpreterFrame *frame, PyCodeObject *replacement)
+{
+    for (int i = pyframe_argument_slots(replacement); i < replacement->co_nlocalsplus; i++) {
+        frame->localsplus[i] = NULL;
+    }
+}
 #endif
 
 #endif /* PYFRAME_H */
