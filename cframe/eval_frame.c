@@ -273,6 +273,9 @@ static inline code_state *
 code_state_peek(PyCodeObject *code)
 {
     void *state = NULL;
+    if (code->co_extra == NULL) {
+        return NULL;   /* no tool stored anything on it: the usual case */
+    }
     if (PyUnstable_Code_GetExtra((PyObject *)code, code_extra_index, &state) < 0) {
         PyErr_Clear();
         return NULL;
@@ -539,8 +542,9 @@ frame_make_room(PyThreadState *tstate, _PyInterpreterFrame *frame, int size)
 /* Runs `replacement` (a checked code object; stolen) in place of `frame`.
  * `keeps_function`: pyframe_keeps_function() of the pair.  `fresh`: the
  * frame holds nothing but its arguments (no callback had it to call
- * Frame.set_local on), as for cached replacements. */
-static PyObject *
+ * Frame.set_local on), as for cached replacements.  Inlined: on the cached
+ * path it is most of what pyframe adds to a call. */
+static Py_ALWAYS_INLINE inline PyObject *
 run_replacement(PyThreadState *tstate, _PyInterpreterFrame *frame, PyObject *replacement,
                 int keeps_function, int fresh)
 {

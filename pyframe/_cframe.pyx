@@ -8,7 +8,7 @@ and the callback API; cframe/eval_frame.c owns the hook itself and calls
 
 cimport cython
 from cpython.object cimport PyObject
-from cpython.ref cimport Py_INCREF, Py_XINCREF
+from cpython.ref cimport Py_INCREF, Py_REFCNT, Py_XINCREF
 from cpython.pystate cimport PyThreadState
 
 
@@ -197,10 +197,21 @@ cdef class Compiled:
         return "pyframe.Compiled(%r, guard=%r)" % (self.code, self.guard)
 
 
+# A Frame no callback kept, handed to the next callback instead of a new one
+# (under the GIL, a thread takes it out of here while its callback runs).
+cdef Frame _spare_view = None
+
+
 cdef int _dispatch(object callback, _PyInterpreterFrame *iframe,
                    _PyInterpreterFrame *caller, PyThreadState *tstate,
                    PyObject **code_out, PyObject **guard_out) except -1:
-    cdef Frame view = Frame.__new__(Frame)
+    global _spare_view
+    cdef Frame view
+    if _spare_view is not None:
+        view = _spare_view
+        _spare_view = None
+    else:
+        view = Frame.__new__(Frame)
     view._frame = iframe
     view._caller = caller
     view._tstate = tstate
@@ -210,6 +221,8 @@ cdef int _dispatch(object callback, _PyInterpreterFrame *iframe,
     finally:
         view._frame = NULL
         view._caller = NULL
+        if Py_REFCNT(view) == 1:   # only ours: the callback did not keep it
+            _spare_view = view
     if result is None:
         return PYFRAME_RUN
     if result is SKIP:

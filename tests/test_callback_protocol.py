@@ -183,6 +183,24 @@ def test_frame_is_gone_after_the_callback_returned():
     assert "gone" in repr(frame)
 
 
+def test_a_kept_frame_stays_gone_while_later_frames_are_live():
+    # pyframe hands a Frame no callback kept to the next callback; one that
+    # was kept must never come back to life for another frame.
+    kept, states = [], []
+
+    def callback(frame):
+        states.append([repr(old) for old in kept])
+        if frame.f_code is add.__code__:
+            kept.append(frame)
+
+    with pyframe.callback(callback):
+        for i in range(3):
+            calls_add(i)
+    assert len({id(frame) for frame in kept}) == 3
+    assert all("gone" in text for state in states for text in state)
+    assert kept[0].__class__ is pyframe.Frame
+
+
 def test_frames_cannot_be_made_by_users():
     with pytest.raises(TypeError):
         pyframe.Frame()
