@@ -15,8 +15,8 @@ from cpython.pystate cimport PyThreadState
 cdef extern from "Python.h":
     object PyObject_CallOneArg(object callable, object arg)
     object PyObject_GenericGetAttr(object o, object name)
+    bint PyCode_Check(object o)
 
-from types import CodeType
 
 
 cdef extern from "pyframe.h":
@@ -76,9 +76,15 @@ cdef class _Sentinel:
         return self.name
 
 
-SKIP = _Sentinel("SKIP")
-SKIP_RECURSIVE = _Sentinel("SKIP_RECURSIVE")
-UNBOUND = _Sentinel("UNBOUND")
+# The code below reads C-level names, never module globals: at interpreter
+# shutdown CPython sets module globals to None while frames (__del__
+# methods, atexit handlers) still run through the hook.
+cdef _Sentinel _SKIP = _Sentinel("SKIP")
+cdef _Sentinel _SKIP_RECURSIVE = _Sentinel("SKIP_RECURSIVE")
+cdef _Sentinel _UNBOUND = _Sentinel("UNBOUND")
+SKIP = _SKIP
+SKIP_RECURSIVE = _SKIP_RECURSIVE
+UNBOUND = _UNBOUND
 
 cdef int _CO_GENERATOR_LIKE = 0x20 | 0x80 | 0x200   # generator, coroutine, async generator
 
@@ -156,7 +162,7 @@ cdef class Frame:
     def localsplus(self):
         """[(name, kind, value)] for every slot; kind is "local", "cell",
         "local+cell", "free" or "hidden"; value is pyframe.UNBOUND if empty."""
-        return pyframe_localsplus(self._live(), UNBOUND)
+        return pyframe_localsplus(self._live(), _UNBOUND)
 
     def set_local(self, name, value):
         """Set an argument or local before the frame runs."""
@@ -184,7 +190,7 @@ cdef class Compiled:
     cdef readonly object guard
 
     def __init__(self, code, guard=None):
-        if not isinstance(code, CodeType):
+        if not PyCode_Check(code):
             raise TypeError("pyframe.Compiled() expects a code object; got %s"
                             % _describe(code))
         if guard is not None and not callable(guard):
@@ -225,11 +231,11 @@ cdef int _dispatch(object callback, _PyInterpreterFrame *iframe,
             _spare_view = view
     if result is None:
         return PYFRAME_RUN
-    if result is SKIP:
+    if result is _SKIP:
         return PYFRAME_SKIP
-    if result is SKIP_RECURSIVE:
+    if result is _SKIP_RECURSIVE:
         return PYFRAME_SKIP_RECURSIVE
-    if type(result) is CodeType:
+    if PyCode_Check(result):
         Py_INCREF(result)
         code_out[0] = <PyObject *>result
         return PYFRAME_REPLACE
@@ -308,14 +314,14 @@ def reset(code=None):
     if code is None:
         pyframe_reset_all()
         return
-    if not isinstance(code, CodeType):
+    if not PyCode_Check(code):
         raise TypeError("pyframe.reset() expects a code object or None; got %s"
                         % _describe(code))
     pyframe_reset_code(code)
 
 
 def _check_code(str function, code):
-    if not isinstance(code, CodeType):
+    if not PyCode_Check(code):
         raise TypeError("pyframe.%s() expects a code object; got %s"
                         % (function, _describe(code)))
 

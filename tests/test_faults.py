@@ -11,6 +11,7 @@ import asyncio
 import gc
 import os
 import signal
+import subprocess
 import sys
 import threading
 import traceback
@@ -1078,3 +1079,43 @@ def test_recursion_error_in_big_replacement_frames():
                 ping(0)
         assert descend(200) == 200
     sanity()
+
+
+SHUTDOWN_PROGRAM = """
+import builtins, sys
+import pyframe
+
+def make_callback(mode, Compiled=pyframe.Compiled, SKIP=pyframe.SKIP):
+    def callback(frame):
+        if mode == "compiled":
+            return Compiled(frame.f_code.replace())
+        if mode == "code":
+            return frame.f_code.replace()
+        if mode == "skip":
+            return SKIP
+        return None
+    return callback
+
+class C:
+    def __del__(self):
+        print("__del__ ran")
+
+c = C()
+# Keeps this module, and so c, alive into the late phase of finalization,
+# after module globals (pyframe._cframe's too) were set to None.
+builtins.here = sys.modules[__name__]
+here = sys.modules[__name__]
+pyframe.set_callback(make_callback(sys.argv[1]))
+"""
+
+
+@pytest.mark.parametrize("mode", ["none", "skip", "code", "compiled"])
+def test_callback_results_accepted_during_interpreter_shutdown(mode, tmp_path):
+    script = tmp_path / "shutdown.py"
+    script.write_text(SHUTDOWN_PROGRAM)
+    done = subprocess.run(
+        [sys.executable, str(script), mode], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "__del__ ran\n", done.stderr
+    assert done.stderr == ""
