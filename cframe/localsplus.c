@@ -67,8 +67,10 @@ optimized_locals_base(_PyInterpreterFrame *frame, int *merged)
         return copy;
     }
 #endif
-    /* Sized for every variable, so larger frames never grow it. */
-    return _PyDict_NewPresized(compat_frame_code(frame)->co_nlocalsplus);
+    /* Sized for every variable, so larger frames never grow it (a new dict
+     * holds 5 without growing: PyDict_New costs less up to there). */
+    int slots = compat_frame_code(frame)->co_nlocalsplus;
+    return slots <= 5 ? PyDict_New() : _PyDict_NewPresized(slots);
 }
 
 PyObject *
