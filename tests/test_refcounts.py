@@ -128,6 +128,7 @@ def test_abandoned_frames_at_data_stack_chunk_boundaries():
     when the callback fails, pyframe pops them, chunk and all."""
     result = run_python(
         """
+        import os
         import sys
         import pyframe
 
@@ -154,6 +155,12 @@ def test_abandoned_frames_at_data_stack_chunk_boundaries():
                     except LookupError as error:
                         assert error.args[0] == fail
         assert sys.getrefcount(big.__code__) == before
+        if "libasan" in os.environ.get("LD_PRELOAD", ""):
+            # tools/asan.sh: AddressSanitizer keeps freed memory in
+            # quarantine, so RSS grows whatever pyframe does; the default
+            # runs measure it.
+            print("ok")
+            sys.exit(0)
 
         def rss_kib():
             with open("/proc/self/statm") as statm:
