@@ -1,0 +1,55 @@
+"""sitecustomize for tools/regrtest.py's "pyframe" run.
+
+tools/regrtest.py copies this file into a temporary directory and puts that
+directory first on PYTHONPATH, so every interpreter the run starts (regrtest,
+its workers, and the interpreters tests start without -I/-E) installs, before
+any test code runs, a pyframe callback that replaces every code object with a
+fresh copy of itself (``code.replace()``) and caches it on the original: every
+Python frame of the thread then runs pyframe's replacement path.
+
+The callback is a Python function, unless PYFRAME_REGRTEST_CALLBACK=c: then it
+is regrtest_freshcopy.fresh_copy (tools/regrtest_site/freshcopy.c, built by
+tools/regrtest.py next to this file), the same callback in C, which runs no
+Python frame and so is invisible to sys.settrace/setprofile/monitoring.
+
+pyframe callbacks are per thread: this installs the callback in the main thread
+only.  Other threads still go through pyframe's PEP 523 function (it is
+interpreter-wide) but as a pass-through, unless PYFRAME_REGRTEST_THREADS=1:
+then threading.Thread._bootstrap_inner is wrapped so that every
+threading.Thread installs the callback before it runs (threads started with
+_thread.start_new_thread directly still run without it).
+This file must stay silent: tests compare their subprocesses' output.
+"""
+
+import os
+
+import pyframe
+
+
+# The names the callbacks use are bound as defaults: frames still run (and
+# reach the callback) late in interpreter shutdown, after this module's
+# globals were set to None.
+def _regrtest_fresh_copy(frame, Compiled=pyframe.Compiled):
+    return Compiled(frame.f_code.replace())
+
+
+if os.environ.get("PYFRAME_REGRTEST_CALLBACK") == "c":
+    from regrtest_freshcopy import fresh_copy as _regrtest_fresh_copy  # noqa: F811
+
+pyframe.set_callback(_regrtest_fresh_copy)
+
+if os.environ.get("PYFRAME_REGRTEST_THREADS") == "1":
+    import threading
+
+    _bootstrap_inner = threading.Thread._bootstrap_inner
+
+    def _regrtest_bootstrap_inner(
+        self,
+        set_callback=pyframe.set_callback,
+        callback=_regrtest_fresh_copy,
+        bootstrap_inner=_bootstrap_inner,
+    ):
+        set_callback(callback)
+        bootstrap_inner(self)
+
+    threading.Thread._bootstrap_inner = _regrtest_bootstrap_inner
