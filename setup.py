@@ -31,6 +31,14 @@ class BuildExt(build_ext):
     not ours, and vary with the Cython version.
     """
 
+    def finalize_options(self):
+        super().finalize_options()
+        # setuptools reuses object files and the built module when they are
+        # newer than the sources, whatever flags made them: a release build
+        # would link the objects of an earlier debug build.  Three files:
+        # always compile them.
+        self.force = True
+
     def build_extensions(self):
         compile_one = self.compiler._compile
 
