@@ -21,10 +21,13 @@ import importlib.util
 import json
 import os
 import platform
+import re
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import warnings
 
@@ -579,6 +582,87 @@ def run_memory(args, modes, progress):
     return report
 
 
+# ---- instruction counts (valgrind) -------------------------------------------------------
+
+# fib sizes whose difference in instructions, divided by the difference in
+# calls, is the cost of one call: start-up, imports and the mode's set-up
+# cancel out.
+INSTRUCTION_SIZES = (18, 22)
+
+
+def instructions_child(env, mode_name, size):
+    """Run fib(size) under one mode (after a warm-up), for callgrind to count."""
+    mode = MODES_BY_NAME[mode_name]
+    with mode.active(env):
+        workloads.run_fib(12)
+        workloads.run_fib(size)
+    check_clean(env)
+
+
+def run_instructions(args, modes, progress):
+    """Instructions per fib call for each mode, counted by callgrind: the
+    same for the same build whatever else the machine is doing."""
+    if shutil.which("valgrind") is None:
+        raise SystemExit("bench.py: --instructions needs valgrind (apt-get install valgrind)")
+    small, large = INSTRUCTION_SIZES
+    calls = workloads.fib_frames(large) - workloads.fib_frames(small)
+    report = {}
+    with tempfile.TemporaryDirectory() as scratch:
+        for mode in modes:
+            counts = []
+            for size in (small, large):
+                progress.show("instructions: %s, fib(%d) under callgrind" % (mode.name, size))
+                out = os.path.join(scratch, "callgrind.%s.%d" % (mode.name, size))
+                command = [
+                    "valgrind",
+                    "--tool=callgrind",
+                    "--callgrind-out-file=" + out,
+                    sys.executable,
+                    os.path.abspath(__file__),
+                    "--instructions-child",
+                    mode.name,
+                    "--size",
+                    "fib=%d" % size,
+                    "--build-dir",
+                    args.build_dir,
+                ]
+                done = subprocess.run(command, capture_output=True, text=True)
+                found = re.search(r"Collected : ([\d,]+)", done.stderr)
+                if done.returncode != 0 or found is None:
+                    report[mode.name] = {
+                        "error": "exit %d: %s" % (done.returncode, done.stderr.strip()[-500:])
+                    }
+                    break
+                counts.append(int(found.group(1).replace(",", "")))
+            else:
+                report[mode.name] = {"per_call": (counts[1] - counts[0]) / calls}
+    progress.show("instructions: done", final=True)
+    return report
+
+
+def format_instructions(report):
+    lines = [
+        "instructions per fib call (callgrind; fib(%d) minus fib(%d), divided by the calls)"
+        % (INSTRUCTION_SIZES[1], INSTRUCTION_SIZES[0]),
+        "  %-18s %12s %9s %9s %12s" % ("mode", "instr/call", "x none", "x floor", "x monitoring"),
+    ]
+
+    def per_call(name):
+        return report.get(name, {}).get("per_call")
+
+    for name, entry in report.items():
+        if "error" in entry:
+            lines.append("  %-18s failed: %s" % (name, entry["error"]))
+            continue
+        value = entry["per_call"]
+        ratios = []
+        for base in ("none", "floor", "monitoring"):
+            reference = per_call(base)
+            ratios.append("%.2f" % (value / reference) if reference else "-")
+        lines.append("  %-18s %12.0f %9s %9s %12s" % (name, value, *ratios))
+    return "\n".join(lines)
+
+
 # ---- report ----------------------------------------------------------------------------
 
 
@@ -778,7 +862,14 @@ def parse_args(argv):
         default=os.path.join(REPO, "build", "floorhook"),
         help="where floorhook is built (default: build/floorhook)",
     )
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="also count instructions per fib call for each mode under valgrind's "
+        "callgrind: exact, and the same on a busy machine (a few minutes)",
+    )
     parser.add_argument("--memory-child", help=argparse.SUPPRESS)
+    parser.add_argument("--instructions-child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.rounds is None:
         args.rounds = QUICK_ROUNDS if args.quick else DEFAULT_ROUNDS
@@ -803,6 +894,10 @@ def main(argv=None):
     if args.memory_child:
         env = Env(args.build_dir, want_torch=False)
         memory_child(env, args.memory_child, args.memory_frames)
+        return 0
+    if args.instructions_child:
+        env = Env(args.build_dir, want_torch=args.instructions_child == "dynamo-skip")
+        instructions_child(env, args.instructions_child, args.sizes["fib"])
         return 0
 
     progress = Progress()
@@ -837,6 +932,10 @@ def main(argv=None):
         memory_modes = [m for m in MODES if m.name in ("none", "floor") or m.group == "pyframe"]
         memory = run_memory(args, memory_modes, progress)
 
+    instructions = None
+    if args.instructions:
+        instructions = run_instructions(args, modes, progress)
+
     meta = {
         "python": "%s %s (%s)"
         % (platform.python_implementation(), platform.python_version(), sys.executable),
@@ -850,6 +949,9 @@ def main(argv=None):
         "quick": args.quick,
     }
     print_report(meta, summary, modes, unavailable, errors, memory)
+    if instructions is not None:
+        print()
+        print(format_instructions(instructions))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(
@@ -859,6 +961,7 @@ def main(argv=None):
                     "errors": errors,
                     "workloads": summary,
                     "memory": memory,
+                    "instructions": instructions,
                 },
                 f,
                 indent=2,
