@@ -594,11 +594,29 @@ error:
     return NULL;
 }
 
+/* Calls into the user's Python (the callback, a guard) go between these:
+ * the thread's frames are not intercepted meanwhile, and they run as trace
+ * functions do, unseen by tracers, profilers, sys.monitoring and debuggers,
+ * so tools stacked on pyframe see the program as it would run alone. */
+static inline void
+user_python_enter(thread_hook *thread, PyThreadState *tstate)
+{
+    thread->paused++;
+    PyThreadState_EnterTracing(tstate);
+}
+
+static inline void
+user_python_leave(thread_hook *thread, PyThreadState *tstate)
+{
+    PyThreadState_LeaveTracing(tstate);
+    thread->paused--;
+}
+
 /* Looks for a cached replacement whose guard accepts the frame.  1: found,
  * *code set (new reference) and *keeps_function; 0: none; -1: a guard raised. */
 static int
-cache_lookup(thread_hook *thread, _PyInterpreterFrame *frame, code_state *state,
-             PyObject **code, int *keeps_function)
+cache_lookup(PyThreadState *tstate, thread_hook *thread, _PyInterpreterFrame *frame,
+             code_state *state, PyObject **code, int *keeps_function)
 {
     PyObject *locals = NULL;   /* Owned; built once, for the first guard. */
     int found = 0;
@@ -615,12 +633,10 @@ cache_lookup(thread_hook *thread, _PyInterpreterFrame *frame, code_state *state,
                 found = -1;
                 break;
             }
-            thread->paused++;
-            PyThreadState_EnterTracing(PyThreadState_GET());   /* see the hook */
+            user_python_enter(thread, tstate);
             PyObject *result = PyObject_CallOneArg(guard, locals);
             verdict = result != NULL ? PyObject_IsTrue(result) : -1;
-            PyThreadState_LeaveTracing(PyThreadState_GET());
-            thread->paused--;
+            user_python_leave(thread, tstate);
             Py_XDECREF(result);
             Py_DECREF(guard);
             if (verdict < 0) {
@@ -677,7 +693,7 @@ intercept(PyThreadState *tstate, _PyInterpreterFrame *frame, thread_hook *thread
             return previous_eval(tstate, frame, 0);
         }
         if (state->count > 0) {
-            int found = cache_lookup(thread, frame, state, &code, &keeps_function);
+            int found = cache_lookup(tstate, thread, frame, state, &code, &keeps_function);
             if (found < 0) {
                 goto error;
             }
@@ -692,15 +708,10 @@ intercept(PyThreadState *tstate, _PyInterpreterFrame *frame, thread_hook *thread
         return previous_eval(tstate, frame, 0);
     }
 
-    /* The callback runs as trace functions do: tracers, profilers and
-     * sys.monitoring do not see its frames (nor do breakpoints in it stop),
-     * so tools stacked on pyframe see the program as it would run alone. */
     callback = Py_NewRef(thread->callback);
-    thread->paused++;
-    PyThreadState_EnterTracing(tstate);
+    user_python_enter(thread, tstate);
     action = dispatch(callback, frame, compat_current_frame(tstate), tstate, &code, &guard);
-    PyThreadState_LeaveTracing(tstate);
-    thread->paused--;
+    user_python_leave(thread, tstate);
     Py_DECREF(callback);
 
     switch (action) {

@@ -232,8 +232,6 @@ pyframe_set_local(_PyInterpreterFrame *frame, PyObject *name, PyObject *value)
 
 /* ---- building a replacement frame's localsplus --------------------------- */
 
-/* How many leading slots hold arguments: the positional and keyword-only
- * parameters, then *args and **kwargs if the code takes them. */
 #define GENERATOR_KINDS (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE)
 
 static int

@@ -68,7 +68,8 @@ PyObject *pyframe_replacement_function(struct _PyInterpreterFrame *frame,
                                        PyCodeObject *replacement);   /* New. */
 int pyframe_take_bound_locals(struct _PyInterpreterFrame *frame, PyObject **released);
 
-/* The slots that hold arguments when a frame starts. */
+/* How many leading slots hold arguments: the positional and keyword-only
+ * parameters, then *args and **kwargs if the code takes them. */
 static inline int
 pyframe_argument_slots(PyCodeObject *code)
 {
