@@ -735,19 +735,23 @@ def test_many_code_objects_come_and_go_with_entries_and_skips():
     sanity()
 
 
+def guard_referring_to(function):
+    """A guard whose closure holds `function`: cached on function's code, it
+    closes the cycle function -> code -> entry -> guard -> function."""
+
+    def guard(f_locals):
+        return function is not None
+
+    return guard
+
+
 def test_entries_freed_by_reset_even_in_a_cycle_through_the_code():
     """A guard that refers to the function makes a cycle through the code
     object's extra storage, which the collector cannot see (code objects are
     not tracked): pyframe.reset() is what frees such entries."""
     temporary = make_temporary_function()
 
-    def make_guard(function):
-        def guard(f_locals):
-            return function is not None
-
-        return guard
-
-    replacement_alive, guard_alive = cache_on(temporary, make_guard(temporary))
+    replacement_alive, guard_alive = cache_on(temporary, guard_referring_to(temporary))
     function_alive = weakref.ref(temporary)
     del temporary
     gc.collect()
@@ -764,13 +768,7 @@ def test_entries_freed_by_reset_even_in_a_cycle_through_the_code():
 def test_cycle_through_a_cached_guard_is_collected():
     temporary = make_temporary_function()
 
-    def make_guard(function):
-        def guard(f_locals):
-            return function is not None
-
-        return guard
-
-    _, guard_alive = cache_on(temporary, make_guard(temporary))
+    _, guard_alive = cache_on(temporary, guard_referring_to(temporary))
     del temporary
     gc.collect()
     assert guard_alive() is None
