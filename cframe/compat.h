@@ -7,6 +7,11 @@
 #ifndef PYFRAME_COMPAT_H
 #define PYFRAME_COMPAT_H
 
+/* The internal headers below need Py_BUILD_CORE, and need Python.h to have
+ * seen it too (pycore_gc.h redefines what objimpl.h declares otherwise). */
+#ifndef Py_BUILD_CORE
+#  define Py_BUILD_CORE 1
+#endif
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -30,10 +35,8 @@
  * Remove the 3.12 branches when 3.12 support is dropped. */
 #define PYFRAME_PY313 (PY_VERSION_HEX >= 0x030D0000)
 
-#ifndef Py_BUILD_CORE
-#  define Py_BUILD_CORE 1
-#endif
 #include "internal/pycore_code.h"     // _PyLocals_GetKind, CO_FAST_*, _PyCode_CODE
+#include "internal/pycore_dict.h"     // PyDictKeysObject, DK_UNICODE_ENTRIES
 #include "internal/pycore_frame.h"    // _PyInterpreterFrame, struct _frame
 #if PYFRAME_PY313
 #  include "internal/pycore_ceval.h"  // _PyEval_FrameClearAndPop
@@ -97,6 +100,21 @@ compat_frame_swap_code(_PyInterpreterFrame *frame, PyCodeObject *code)
     frame->prev_instr = _PyCode_CODE(code) - 1;
 #endif
     return previous;
+}
+
+/* True when someone watches `dict`: its low version-tag bits hold the dict
+ * watcher bits and, from 3.13 on, a watched-mutation count for the tier-2
+ * optimizer (GH-113710).  localsplus.c writes into a dict of its own in place,
+ * without the events watchers expect, only while this is false. */
+static inline int
+compat_dict_watched(PyDictObject *dict)
+{
+    uint64_t tag = dict->ma_version_tag;
+#if PYFRAME_PY313
+    return (tag & DICT_WATCHER_AND_MODIFICATION_MASK) != 0;
+#else
+    return (tag & DICT_VERSION_MASK) != 0;
+#endif
 }
 
 #endif /* PYFRAME_COMPAT_H */

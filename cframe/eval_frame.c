@@ -2,8 +2,9 @@
  *
  * pyframe_eval_frame is installed as the interpreter's frame evaluation
  * function while at least one thread has a callback.  For each new frame of
- * such a thread it asks the Cython dispatcher (which calls the user's
- * callback) what to do, then runs the frame with the evaluator that was
+ * such a thread it hands the frame to the user's callback in a pyframe.Frame
+ * (a type the Cython layer owns) and maps the result to what to do, then runs
+ * the frame with the evaluator that was
  * installed before pyframe (CPython's own, or a debugger's, or Dynamo's), or
  * clears and pops it when the callback failed.  Decisions that outlive one
  * call (SKIP) live on the code object, in code-extra storage.
@@ -21,6 +22,14 @@ typedef struct {
                              the callback itself, or under SKIP_RECURSIVE). */
     int probing;          /* sync_hook() is asking whether frames reach ours */
     int probe_reached;    /* ... and one did */
+    /* Building a new dict for every frame.f_locals costs more than the rest
+     * of an observing callback's trip through pyframe, so the dict a
+     * callback's first f_locals got, if the callback dropped it, is kept and
+     * refilled for the next one (pyframe_locals_recycle). */
+    int lending;              /* the callback runs: f_locals may lend the spare */
+    PyObject *lent_locals;    /* Owned or NULL: the dict lent to the running callback */
+    PyObject *spare_locals;   /* Owned or NULL: a dict with its values dropped */
+    PyObject *spare_view;     /* Owned or NULL: a pyframe.Frame no callback kept */
 } thread_hook;
 
 /* Thread-locals read on every frame: the initial-exec model makes each read
@@ -40,7 +49,8 @@ static uint64_t last_serial;
 /* ---- the hook's installation -------------------------------------------- */
 
 static _PyFrameEvalFunction previous_eval = _PyEval_EvalFrameDefault;
-static pyframe_dispatch_fn dispatch;
+static pyframe_layer layer;   /* Owned references; from pyframe_hook_init(). */
+static PyObject *no_args;     /* Owned: (), for making a Frame. */
 static PyObject *pyframe_eval_frame(PyThreadState *, _PyInterpreterFrame *, int);
 
 /* 1 from the moment ours is installed until we put the previous function
@@ -132,6 +142,9 @@ thread_hook_free(PyObject *capsule)
         Py_CLEAR(thread->callback);
         (void)sync_hook();   /* removing: cannot fail */
     }
+    Py_CLEAR(thread->lent_locals);
+    Py_CLEAR(thread->spare_locals);
+    Py_CLEAR(thread->spare_view);
     PyMem_RawFree(thread);
 }
 
@@ -201,7 +214,41 @@ pyframe_thread_set_callback(PyObject *callback)
         Py_XSETREF(thread->callback, previous);
         return NULL;
     }
+    if (callback == NULL) {
+        Py_CLEAR(thread->spare_locals);
+    }
     return previous != NULL ? previous : Py_NewRef(Py_None);
+}
+
+PyObject *
+pyframe_callback_locals(_PyInterpreterFrame *frame)
+{
+    thread_hook *thread = this_thread;   /* Borrowed. */
+    PyObject *locals;                    /* Owned; handed to the caller. */
+
+    /* Only the first f_locals of a callback is lent: every one is a new
+     * dict to the callback, and it may keep some of them. */
+    if (thread == NULL || !thread->lending || thread->lent_locals != NULL) {
+        return pyframe_build_locals(frame, NULL);
+    }
+    locals = pyframe_build_locals(frame, &thread->spare_locals);
+    thread->lent_locals = Py_XNewRef(locals);
+    return locals;
+}
+
+/* Keeps `locals` (stolen), a dict pyframe built, as the thread's spare if
+ * nothing else holds it; drops it otherwise. */
+static void
+locals_take_back(thread_hook *thread, PyObject *locals)
+{
+    /* Recycling may run a finalizer, which may fill the spare slot.  A
+     * thread whose callback was removed keeps no spare. */
+    if (thread->callback != NULL && thread->spare_locals == NULL
+            && pyframe_locals_recycle(locals) && thread->spare_locals == NULL) {
+        thread->spare_locals = locals;
+        return;
+    }
+    Py_DECREF(locals);
 }
 
 /* ---- per-code state: SKIP and the cache of replacement code -------------- */
@@ -628,7 +675,8 @@ cache_lookup(PyThreadState *tstate, thread_hook *thread, _PyInterpreterFrame *fr
             PyObject *guard = Py_NewRef(entry->guard);   /* Owned: the call may drop the entry. */
             uint64_t version = state->version;
             int verdict;
-            if (locals == NULL && (locals = pyframe_build_locals(frame)) == NULL) {
+            if (locals == NULL
+                    && (locals = pyframe_build_locals(frame, &thread->spare_locals)) == NULL) {
                 Py_DECREF(guard);
                 found = -1;
                 break;
@@ -668,8 +716,86 @@ cache_lookup(PyThreadState *tstate, thread_hook *thread, _PyInterpreterFrame *fr
         found = 1;
         break;
     }
-    Py_XDECREF(locals);
+    if (locals != NULL && found >= 0) {
+        locals_take_back(thread, locals);
+    }
+    else {
+        Py_XDECREF(locals);
+    }
     return found;
+}
+
+/* ---- asking the callback ------------------------------------------------------ */
+
+static inline pyframe_frame_ref *
+frame_ref_of(PyObject *view)
+{
+    return (pyframe_frame_ref *)((char *)view + layer.frame_ref_offset);
+}
+
+/* Hands `frame` to `callback` in a pyframe.Frame and maps the result to an
+ * action (see pyframe.h).  Done here rather than in Cython: on an observing
+ * callback's path every instruction counts, and this is the whole of it. */
+static int
+ask_callback(thread_hook *thread, PyThreadState *tstate, _PyInterpreterFrame *frame,
+             PyObject *callback, PyObject **code, PyObject **guard)
+{
+    PyObject *view = thread->spare_view;   /* Owned. */
+    PyObject *result;                       /* Owned. */
+    PyObject *lent;                         /* Owned. */
+    pyframe_frame_ref *ref;
+    int action;
+
+    if (view != NULL) {
+        thread->spare_view = NULL;
+    }
+    else if ((view = layer.frame_type->tp_new(layer.frame_type, no_args, NULL)) == NULL) {
+        return PYFRAME_ERROR;
+    }
+    ref = frame_ref_of(view);
+    *ref = (pyframe_frame_ref){frame, compat_current_frame(tstate), tstate};
+    thread->lending = 1;
+    result = PyObject_CallOneArg(callback, view);
+    thread->lending = 0;
+    *ref = (pyframe_frame_ref){NULL, NULL, NULL};
+    /* A Frame the callback did not keep serves the next callback. */
+    if (Py_REFCNT(view) == 1 && thread->spare_view == NULL) {
+        thread->spare_view = view;
+    }
+    else {
+        Py_DECREF(view);
+    }
+    if ((lent = thread->lent_locals) != NULL) {
+        thread->lent_locals = NULL;
+        if (result != NULL) {
+            locals_take_back(thread, lent);
+        }
+        else {
+            Py_DECREF(lent);
+        }
+    }
+
+    if (result == NULL) {
+        return PYFRAME_ERROR;
+    }
+    if (result == Py_None) {
+        action = PYFRAME_RUN;
+    }
+    else if (result == layer.skip) {
+        action = PYFRAME_SKIP;
+    }
+    else if (result == layer.skip_recursive) {
+        action = PYFRAME_SKIP_RECURSIVE;
+    }
+    else if (PyCode_Check(result)) {
+        *code = Py_NewRef(result);
+        action = PYFRAME_REPLACE;
+    }
+    else {
+        action = layer.classify_other(callback, result, code, guard);
+    }
+    Py_DECREF(result);
+    return action;
 }
 
 /* ---- the hook --------------------------------------------------------------- */
@@ -710,7 +836,7 @@ intercept(PyThreadState *tstate, _PyInterpreterFrame *frame, thread_hook *thread
 
     callback = Py_NewRef(thread->callback);
     user_python_enter(thread, tstate);
-    action = dispatch(callback, frame, compat_current_frame(tstate), tstate, &code, &guard);
+    action = ask_callback(thread, tstate, frame, callback, &code, &guard);
     user_python_leave(thread, tstate);
     Py_DECREF(callback);
 
@@ -787,9 +913,21 @@ pyframe_eval_frame(PyThreadState *tstate, _PyInterpreterFrame *frame, int throwf
 }
 
 int
-pyframe_hook_init(pyframe_dispatch_fn dispatcher)
+pyframe_hook_init(const pyframe_layer *from_cython)
 {
-    dispatch = dispatcher;
+    if (no_args == NULL && (no_args = PyTuple_New(0)) == NULL) {
+        return -1;
+    }
+    /* Kept for the process: frames may run through the hook while the
+     * interpreter tears the Cython module down. */
+    pyframe_layer previous = layer;
+    layer = *from_cython;
+    Py_INCREF(layer.frame_type);
+    Py_INCREF(layer.skip);
+    Py_INCREF(layer.skip_recursive);
+    Py_XDECREF(previous.frame_type);
+    Py_XDECREF(previous.skip);
+    Py_XDECREF(previous.skip_recursive);
     if (code_extra_index < 0) {
         code_extra_index = PyUnstable_Eval_RequestCodeExtraIndex(code_state_free);
         if (code_extra_index < 0) {

@@ -45,50 +45,12 @@ entry_value(_PyInterpreterFrame *frame, PyCodeObject *code, int index)
     return frame->localsplus[index];
 }
 
-/* The dict an optimized frame's entry locals start from.  New.
- *
- * Optimized (function) code has no locals mapping of its own, except when
- * exec() or eval() runs it: they hand every code object one.  CPython 3.12's
- * f_locals getter then writes the fast locals into that mapping and shows the
- * whole of it, so the entry locals start as a copy of it (pyframe must not
- * write into the caller's mapping the way 3.12 does).  3.13's FrameLocalsProxy
- * ignores the mapping and shows the fast locals alone. */
-static PyObject *
-optimized_locals_base(_PyInterpreterFrame *frame, int *merged)
+/* Adds the entry value of each bound variable of an optimized frame to
+ * `locals`, in slot order.  With `merged` (3.12's exec() mapping, see below)
+ * an unbound variable is also removed from `locals`: 3.12 deletes it. */
+static int
+fill_fast_locals(_PyInterpreterFrame *frame, PyCodeObject *code, PyObject *locals, int merged)
 {
-    *merged = 0;
-#if !PYFRAME_PY313
-    if (frame->f_locals != NULL) {
-        PyObject *copy = PyDict_New();
-        if (copy != NULL && PyDict_Merge(copy, frame->f_locals, 1) < 0) {
-            Py_CLEAR(copy);
-        }
-        *merged = 1;
-        return copy;
-    }
-#endif
-    /* Sized for every variable, so larger frames never grow it (a new dict
-     * holds 5 without growing: PyDict_New costs less up to there). */
-    int slots = compat_frame_code(frame)->co_nlocalsplus;
-    return slots <= 5 ? PyDict_New() : _PyDict_NewPresized(slots);
-}
-
-PyObject *
-pyframe_build_locals(_PyInterpreterFrame *frame)
-{
-    PyCodeObject *code = compat_frame_code(frame);   /* Borrowed. */
-    PyObject *locals = NULL;                          /* Owned. */
-    int merged;
-
-    /* Module bodies, class bodies and exec code keep their variables in a
-     * mapping of their own: that mapping is their f_locals. */
-    if (!(code->co_flags & CO_OPTIMIZED) && frame->f_locals != NULL) {
-        return Py_NewRef(frame->f_locals);
-    }
-    locals = optimized_locals_base(frame, &merged);
-    if (locals == NULL) {
-        goto error;
-    }
     for (int i = 0; i < code->co_nlocalsplus; i++) {
         /* PEP 709 inlined-comprehension variables are not f_locals. */
         if (_PyLocals_GetKind(code->co_localspluskinds, i) & CO_FAST_HIDDEN) {
@@ -98,24 +60,146 @@ pyframe_build_locals(_PyInterpreterFrame *frame)
         PyObject *name = PyTuple_GET_ITEM(code->co_localsplusnames, i);
         if (value != NULL) {
             if (PyDict_SetItem(locals, name, value) < 0) {
-                goto error;
+                return -1;
             }
-            continue;
         }
-        /* An unbound variable is not shown, even where the merged mapping
-         * has an entry of that name: 3.12 deletes it. */
-        if (merged) {
+        else if (merged) {
             int present = PyDict_Contains(locals, name);
             if (present < 0 || (present && PyDict_DelItem(locals, name) < 0)) {
-                goto error;
+                return -1;
             }
         }
+    }
+    return 0;
+}
+
+/* The entries of `dict`, a dict pyframe made, when its values may be
+ * replaced in place: a combined table of str keys, with no deleted entries
+ * and no watchers.  NULL otherwise. */
+static PyDictUnicodeEntry *
+own_dict_entries(PyObject *dict)
+{
+    PyDictObject *mp = (PyDictObject *)dict;
+    if (mp->ma_values != NULL || !DK_IS_UNICODE(mp->ma_keys)
+            || mp->ma_keys->dk_nentries != mp->ma_used || compat_dict_watched(mp)) {
+        return NULL;
+    }
+    return DK_UNICODE_ENTRIES(mp->ma_keys);
+}
+
+/* Fills `spare` (a dict only the caller holds, see pyframe_locals_recycle)
+ * with an optimized frame's entry locals.  When its keys are this frame's
+ * bound names in slot order, as they are when the last frame it served ran
+ * the same code, each value goes straight into its entry: PyDict_SetItem
+ * would look each key up and notify watchers nobody registered, which costs
+ * as much as a new dict.  Otherwise it is emptied and filled like a new one. */
+static int
+refill_fast_locals(_PyInterpreterFrame *frame, PyCodeObject *code, PyObject *spare)
+{
+    PyDictUnicodeEntry *entries = own_dict_entries(spare);   /* Borrowed. */
+    Py_ssize_t used = entries != NULL ? ((PyDictObject *)spare)->ma_used : -1;
+    Py_ssize_t k = 0;
+    int holds_gc_objects = 0;
+
+    for (int i = 0; i < code->co_nlocalsplus; i++) {
+        if (_PyLocals_GetKind(code->co_localspluskinds, i) & CO_FAST_HIDDEN) {
+            continue;
+        }
+        PyObject *value = entry_value(frame, code, i);   /* Borrowed. */
+        if (value == NULL) {
+            continue;
+        }
+        /* A recycled entry holds None, so replacing it runs no finalizer
+         * that could change the table under `entries`. */
+        if (k >= used || entries[k].me_key != PyTuple_GET_ITEM(code->co_localsplusnames, i)
+                || entries[k].me_value != Py_None) {
+            goto start_over;
+        }
+        entries[k].me_value = Py_NewRef(value);
+        holds_gc_objects |= PyType_IS_GC(Py_TYPE(value));
+        k++;
+    }
+    if (k == used) {
+        /* As PyDict_SetItem would: the collector must see a dict that may
+         * now be part of a cycle. */
+        if (holds_gc_objects && !PyObject_GC_IsTracked(spare)) {
+            PyObject_GC_Track(spare);
+        }
+        return 0;
+    }
+start_over:
+    PyDict_Clear(spare);
+    return fill_fast_locals(frame, code, spare, 0);
+}
+
+PyObject *
+pyframe_build_locals(_PyInterpreterFrame *frame, PyObject **spare)
+{
+    PyCodeObject *code = compat_frame_code(frame);   /* Borrowed. */
+    PyObject *locals = NULL;                          /* Owned. */
+
+    /* Module bodies, class bodies and exec code keep their variables in a
+     * mapping of their own: that mapping is their f_locals. */
+    if (!(code->co_flags & CO_OPTIMIZED) && frame->f_locals != NULL) {
+        return Py_NewRef(frame->f_locals);
+    }
+#if !PYFRAME_PY313
+    /* Optimized code has no mapping of its own, except when exec() or eval()
+     * runs it: they hand every code object one.  CPython 3.12's f_locals
+     * getter then writes the fast locals into that mapping and shows the
+     * whole of it, so the entry locals start as a copy of it (pyframe must
+     * not write into the caller's mapping the way 3.12 does).  3.13's
+     * FrameLocalsProxy ignores the mapping and shows the fast locals alone. */
+    if (frame->f_locals != NULL) {
+        locals = PyDict_New();
+        if (locals == NULL || PyDict_Merge(locals, frame->f_locals, 1) < 0
+                || fill_fast_locals(frame, code, locals, 1) < 0) {
+            goto error;
+        }
+        return locals;
+    }
+#endif
+    if (spare != NULL && *spare != NULL) {
+        locals = *spare;
+        *spare = NULL;
+        if (refill_fast_locals(frame, code, locals) < 0) {
+            goto error;
+        }
+        return locals;
+    }
+    /* Sized for every variable, so larger frames never grow it (a new dict
+     * holds 5 without growing: PyDict_New costs less up to there). */
+    locals = code->co_nlocalsplus <= 5 ? PyDict_New() : _PyDict_NewPresized(code->co_nlocalsplus);
+    if (locals == NULL || fill_fast_locals(frame, code, locals, 0) < 0) {
+        goto error;
     }
     return locals;
 
 error:
     Py_XDECREF(locals);
     return NULL;
+}
+
+int
+pyframe_locals_recycle(PyObject *locals)
+{
+    if (!PyDict_CheckExact(locals) || Py_REFCNT(locals) != 1) {
+        return 0;
+    }
+    for (Py_ssize_t k = 0;; k++) {
+        /* Looked at again each time: dropping a value may run a finalizer,
+         * which may find the dict (gc.get_objects()) and change it. */
+        PyDictUnicodeEntry *entries = own_dict_entries(locals);   /* Borrowed. */
+        if (entries == NULL) {
+            return 0;
+        }
+        if (k >= ((PyDictObject *)locals)->ma_used) {
+            break;
+        }
+        Py_SETREF(entries[k].me_value, Py_NewRef(Py_None));
+    }
+    /* ... or kept it. */
+    return Py_REFCNT(locals) == 1;
 }
 
 /* Interned names of the slot kinds, made on first use. */

@@ -10,7 +10,7 @@
 
 struct _PyInterpreterFrame;
 
-/* What the callback decided, as the dispatcher reports it to the hook. */
+/* What the callback decided, as the hook maps its result. */
 enum pyframe_action {
     PYFRAME_ERROR = -1,          /* an exception is set */
     PYFRAME_RUN = 0,             /* run the frame; ask again next time */
@@ -20,19 +20,34 @@ enum pyframe_action {
     PYFRAME_CACHE = 4,           /* run *code instead and cache it behind *guard */
 };
 
-/* Calls the user's callback for one frame and maps its result to an action.
- * Implemented in Cython (it owns the Frame type and the sentinels) and handed
- * to the hook by pyframe_hook_init().  `caller` is the frame that was running
- * when the hook fired, or NULL.  For PYFRAME_REPLACE and PYFRAME_CACHE it sets
- * *code (new reference) and *guard (new reference, or NULL for "always"). */
-typedef int (*pyframe_dispatch_fn)(PyObject *callback,
-                                   struct _PyInterpreterFrame *frame,
-                                   struct _PyInterpreterFrame *caller,
-                                   PyThreadState *tstate,
+/* The part of a pyframe.Frame the hook fills in before the callback runs
+ * and empties when it returns. */
+typedef struct {
+    struct _PyInterpreterFrame *frame;    /* Borrowed; NULL once the callback returned. */
+    struct _PyInterpreterFrame *caller;   /* Borrowed: the frame running when the hook
+                                             fired, or NULL. */
+    PyThreadState *tstate;                /* Borrowed: the frame's thread. */
+} pyframe_frame_ref;
+
+/* Maps a callback result other than None, pyframe.SKIP, pyframe.SKIP_RECURSIVE
+ * and a code object to an action: PYFRAME_CACHE for a pyframe.Compiled, with
+ * *code and *guard (new references; *guard NULL for "always"), else
+ * PYFRAME_ERROR with a TypeError that names `callback`. */
+typedef int (*pyframe_classify_fn)(PyObject *callback, PyObject *result,
                                    PyObject **code, PyObject **guard);
 
+/* What the Cython layer, which owns pyframe's Python types, tells the hook
+ * at import.  The hook keeps references to the objects. */
+typedef struct {
+    PyTypeObject *frame_type;        /* pyframe.Frame */
+    Py_ssize_t frame_ref_offset;     /* where a Frame object holds its pyframe_frame_ref */
+    PyObject *skip;                  /* pyframe.SKIP */
+    PyObject *skip_recursive;        /* pyframe.SKIP_RECURSIVE */
+    pyframe_classify_fn classify_other;
+} pyframe_layer;
+
 /* eval_frame.c: the hook, per-thread callbacks and per-code decisions. */
-int pyframe_hook_init(pyframe_dispatch_fn dispatch);
+int pyframe_hook_init(const pyframe_layer *layer);
 PyObject *pyframe_thread_get_callback(void);                /* Borrowed, or NULL. */
 PyObject *pyframe_thread_set_callback(PyObject *callback);  /* New: previous or None. */
 int pyframe_hook_installed(void);
@@ -50,8 +65,20 @@ int pyframe_frame_lasti(struct _PyInterpreterFrame *frame);
 PyObject *pyframe_frame_back(PyThreadState *tstate,
                              struct _PyInterpreterFrame *caller);     /* New. */
 
+/* eval_frame.c: frame.f_locals for a callback; may hand out this thread's
+ * spare dict, and takes it back once the callback returned without keeping it. */
+PyObject *pyframe_callback_locals(struct _PyInterpreterFrame *frame);  /* New. */
+
 /* localsplus.c: reading and writing the frame's localsplus before it runs. */
-PyObject *pyframe_build_locals(struct _PyInterpreterFrame *frame);    /* New. */
+
+/* The frame's entry locals (see localsplus.c).  New.  When `spare` points to
+ * a dict (Owned, from pyframe_locals_recycle) and the frame's locals are a
+ * new dict, that dict is taken (*spare becomes NULL) and filled. */
+PyObject *pyframe_build_locals(struct _PyInterpreterFrame *frame, PyObject **spare);
+/* 1 when `locals`, a dict from pyframe_build_locals that nobody but the
+ * caller holds, had its values dropped (its keys stay, for the next fill) and
+ * can be passed as a spare; 0 when it cannot be reused. */
+int pyframe_locals_recycle(PyObject *locals);
 PyObject *pyframe_localsplus(struct _PyInterpreterFrame *frame,
                              PyObject *unbound);                      /* New. */
 int pyframe_set_local(struct _PyInterpreterFrame *frame, PyObject *name,

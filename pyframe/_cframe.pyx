@@ -2,12 +2,13 @@
 """pyframe._cframe: the Python-facing layer over cframe/.
 
 It owns the Frame type handed to callbacks, the sentinels, argument checking
-and the callback API; cframe/eval_frame.c owns the hook itself and calls
-`_dispatch` below for every frame it asks about.
+and the callback API; cframe/eval_frame.c owns the hook itself, which fills
+in a Frame, calls the callback and reads its result (`_classify_other` below
+for the results only this module knows).
 """
 
 cimport cython
-from cpython.object cimport PyObject
+from cpython.object cimport PyObject, PyTypeObject
 from cpython.ref cimport Py_INCREF, Py_REFCNT, Py_XINCREF
 from cpython.pystate cimport PyThreadState
 
@@ -23,9 +24,19 @@ cdef extern from "pyframe.h":
     cdef struct _PyInterpreterFrame:
         pass
 
-    ctypedef int (*pyframe_dispatch_fn)(object, _PyInterpreterFrame *,
-                                        _PyInterpreterFrame *, PyThreadState *,
-                                        PyObject **, PyObject **) except -1
+    ctypedef struct pyframe_frame_ref:
+        _PyInterpreterFrame *frame
+        _PyInterpreterFrame *caller
+        PyThreadState *tstate
+
+    ctypedef int (*pyframe_classify_fn)(object, object, PyObject **, PyObject **) except -1
+
+    ctypedef struct pyframe_layer:
+        PyTypeObject *frame_type
+        Py_ssize_t frame_ref_offset
+        PyObject *skip
+        PyObject *skip_recursive
+        pyframe_classify_fn classify_other
 
     enum:
         PYFRAME_ERROR
@@ -35,7 +46,7 @@ cdef extern from "pyframe.h":
         PYFRAME_REPLACE
         PYFRAME_CACHE
 
-    int pyframe_hook_init(pyframe_dispatch_fn dispatch) except -1
+    int pyframe_hook_init(const pyframe_layer *layer) except -1
     PyObject *pyframe_thread_get_callback()
     object pyframe_thread_set_callback(PyObject *callback)
     int pyframe_hook_installed()
@@ -51,7 +62,7 @@ cdef extern from "pyframe.h":
     int pyframe_frame_lasti(_PyInterpreterFrame *frame)
     object pyframe_frame_back(PyThreadState *tstate, _PyInterpreterFrame *caller)
 
-    object pyframe_build_locals(_PyInterpreterFrame *frame)
+    object pyframe_callback_locals(_PyInterpreterFrame *frame)
     object pyframe_localsplus(_PyInterpreterFrame *frame, object unbound)
     int pyframe_set_local(_PyInterpreterFrame *frame, object name, object value) except -1
 
@@ -98,9 +109,8 @@ cdef class Frame:
     RuntimeError.
     """
 
-    cdef _PyInterpreterFrame *_frame    # Borrowed; NULL once the callback returned.
-    cdef _PyInterpreterFrame *_caller   # Borrowed; the frame running when the hook fired.
-    cdef PyThreadState *_tstate
+    # Filled in and emptied by the hook (cframe/eval_frame.c, ask_callback).
+    cdef pyframe_frame_ref _ref
 
     def __init__(self):
         raise TypeError("pyframe.Frame objects are made by pyframe for its callbacks")
@@ -111,15 +121,15 @@ cdef class Frame:
         # descriptor), which costs more than building a small dict.  The
         # name CPython passes is interned, as is this constant.
         if name is "f_locals":
-            return pyframe_build_locals(self._live())
+            return pyframe_callback_locals(self._live())
         return PyObject_GenericGetAttr(self, name)
 
     cdef inline _PyInterpreterFrame *_live(self) except NULL:
-        if self._frame == NULL:
+        if self._ref.frame == NULL:
             raise RuntimeError(
                 "this pyframe.Frame is gone: a Frame is valid only while the "
                 "callback it was passed to runs")
-        return self._frame
+        return self._ref.frame
 
     @property
     def f_code(self):
@@ -143,7 +153,7 @@ cdef class Frame:
     def f_back(self):
         """The caller's frame object, or None."""
         self._live()
-        return pyframe_frame_back(self._tstate, self._caller)
+        return pyframe_frame_back(self._ref.tstate, self._ref.caller)
 
     @property
     def is_generator(self):
@@ -156,7 +166,7 @@ cdef class Frame:
         """The frame's entry locals: for functions a new dict equal to the
         f_locals CPython shows at the first traced line; for module, class and
         exec code the frame's own locals mapping."""
-        return pyframe_build_locals(self._live())
+        return pyframe_callback_locals(self._live())
 
     @property
     def localsplus(self):
@@ -169,9 +179,9 @@ cdef class Frame:
         pyframe_set_local(self._live(), name, value)
 
     def __repr__(self):
-        if self._frame == NULL:
+        if self._ref.frame == NULL:
             return "<pyframe.Frame (gone)>"
-        code = <object>pyframe_frame_code(self._frame)
+        code = <object>pyframe_frame_code(self._ref.frame)
         return "<pyframe.Frame of %s at %s:%d>" % (
             code.co_qualname, code.co_filename, code.co_firstlineno)
 
@@ -203,42 +213,10 @@ cdef class Compiled:
         return "pyframe.Compiled(%r, guard=%r)" % (self.code, self.guard)
 
 
-# A Frame no callback kept, handed to the next callback instead of a new one
-# (under the GIL, a thread takes it out of here while its callback runs).
-cdef Frame _spare_view = None
-
-
-cdef int _dispatch(object callback, _PyInterpreterFrame *iframe,
-                   _PyInterpreterFrame *caller, PyThreadState *tstate,
-                   PyObject **code_out, PyObject **guard_out) except -1:
-    global _spare_view
-    cdef Frame view
-    if _spare_view is not None:
-        view = _spare_view
-        _spare_view = None
-    else:
-        view = Frame.__new__(Frame)
-    view._frame = iframe
-    view._caller = caller
-    view._tstate = tstate
-    try:
-        # Straight to vectorcall: Cython's own call path costs more per frame.
-        result = PyObject_CallOneArg(callback, view)
-    finally:
-        view._frame = NULL
-        view._caller = NULL
-        if Py_REFCNT(view) == 1:   # only ours: the callback did not keep it
-            _spare_view = view
-    if result is None:
-        return PYFRAME_RUN
-    if result is _SKIP:
-        return PYFRAME_SKIP
-    if result is _SKIP_RECURSIVE:
-        return PYFRAME_SKIP_RECURSIVE
-    if PyCode_Check(result):
-        Py_INCREF(result)
-        code_out[0] = <PyObject *>result
-        return PYFRAME_REPLACE
+cdef int _classify_other(object callback, object result,
+                         PyObject **code_out, PyObject **guard_out) except -1:
+    # The hook (cframe/eval_frame.c) maps None, the sentinels and code
+    # objects itself and asks here about anything else.
     if type(result) is Compiled:
         compiled = <Compiled>result
         Py_INCREF(compiled.code)
@@ -257,7 +235,16 @@ cdef str _describe(object value):
     return "a %s object (%.60r)" % (type(value).__name__, value)
 
 
-pyframe_hook_init(_dispatch)
+cdef pyframe_layer _layer
+cdef Frame _probe = Frame.__new__(Frame)
+_layer.frame_type = <PyTypeObject *>Frame
+# Where Cython put the field in the object struct: computed, not assumed.
+_layer.frame_ref_offset = <char *>&_probe._ref - <char *><PyObject *>_probe
+_layer.skip = <PyObject *>_SKIP
+_layer.skip_recursive = <PyObject *>_SKIP_RECURSIVE
+_layer.classify_other = _classify_other
+_probe = None
+pyframe_hook_init(&_layer)
 
 
 def get_callback():
