@@ -87,20 +87,23 @@ own_dict_entries(PyObject *dict)
     return DK_UNICODE_ENTRIES(mp->ma_keys);
 }
 
-/* Fills `spare` (a dict only the caller holds, see pyframe_locals_recycle)
- * with an optimized frame's entry locals.  When its keys are this frame's
- * bound names in slot order, as they are when the last frame it served ran
- * the same code, each value goes straight into its entry: PyDict_SetItem
- * would look each key up and notify watchers nobody registered, which costs
- * as much as a new dict.  Otherwise it is emptied and filled like a new one. */
-static int
-refill_fast_locals(_PyInterpreterFrame *frame, PyCodeObject *code, PyObject *spare)
+/* Writes an optimized frame's entry values into the entries of `spare` (a
+ * dict only the caller holds, see pyframe_locals_recycle): 1 when its keys
+ * were the frame's bound names in slot order, as they are when the frame it
+ * served last ran the same code.  PyDict_SetItem would look each key up and
+ * tell watchers nobody registered, which costs as much as a new dict.  0 when
+ * the keys do not fit; entries written by then hold their new values. */
+static inline int
+refill_in_place(_PyInterpreterFrame *frame, PyCodeObject *code, PyObject *spare)
 {
     PyDictUnicodeEntry *entries = own_dict_entries(spare);   /* Borrowed. */
-    Py_ssize_t used = entries != NULL ? ((PyDictObject *)spare)->ma_used : -1;
-    Py_ssize_t k = 0;
+    Py_ssize_t used, k = 0;
     int holds_gc_objects = 0;
 
+    if (entries == NULL) {
+        return 0;
+    }
+    used = ((PyDictObject *)spare)->ma_used;
     for (int i = 0; i < code->co_nlocalsplus; i++) {
         if (_PyLocals_GetKind(code->co_localspluskinds, i) & CO_FAST_HIDDEN) {
             continue;
@@ -113,31 +116,38 @@ refill_fast_locals(_PyInterpreterFrame *frame, PyCodeObject *code, PyObject *spa
          * that could change the table under `entries`. */
         if (k >= used || entries[k].me_key != PyTuple_GET_ITEM(code->co_localsplusnames, i)
                 || entries[k].me_value != Py_None) {
-            goto start_over;
+            return 0;
         }
         entries[k].me_value = Py_NewRef(value);
         holds_gc_objects |= PyType_IS_GC(Py_TYPE(value));
         k++;
     }
-    if (k == used) {
-        /* As PyDict_SetItem would: the collector must see a dict that may
-         * now be part of a cycle. */
-        if (holds_gc_objects && !PyObject_GC_IsTracked(spare)) {
-            PyObject_GC_Track(spare);
-        }
+    if (k != used) {
         return 0;
     }
-start_over:
-    PyDict_Clear(spare);
-    return fill_fast_locals(frame, code, spare, 0);
+    /* As PyDict_SetItem would: the collector must see a dict that may now
+     * be part of a cycle. */
+    if (holds_gc_objects && !_PyObject_GC_IS_TRACKED(spare)) {
+        PyObject_GC_Track(spare);
+    }
+    return 1;
 }
 
-PyObject *
-pyframe_build_locals(_PyInterpreterFrame *frame, PyObject **spare)
+/* pyframe_build_locals for every frame but an optimized one refilling a
+ * spare in place.  Out of line, so that case needs no stack frame. */
+static Py_NO_INLINE PyObject *
+build_locals_slowly(_PyInterpreterFrame *frame, PyCodeObject *code, PyObject *spare)
 {
-    PyCodeObject *code = compat_frame_code(frame);   /* Borrowed. */
-    PyObject *locals = NULL;                          /* Owned. */
+    PyObject *locals = spare;   /* Owned. */
 
+    if (locals != NULL) {
+        /* A spare whose keys did not fit this frame. */
+        PyDict_Clear(locals);
+        if (fill_fast_locals(frame, code, locals, 0) < 0) {
+            goto error;
+        }
+        return locals;
+    }
     /* Module bodies, class bodies and exec code keep their variables in a
      * mapping of their own: that mapping is their f_locals. */
     if (!(code->co_flags & CO_OPTIMIZED) && frame->f_locals != NULL) {
@@ -159,14 +169,6 @@ pyframe_build_locals(_PyInterpreterFrame *frame, PyObject **spare)
         return locals;
     }
 #endif
-    if (spare != NULL && *spare != NULL) {
-        locals = *spare;
-        *spare = NULL;
-        if (refill_fast_locals(frame, code, locals) < 0) {
-            goto error;
-        }
-        return locals;
-    }
     /* Sized for every variable, so larger frames never grow it (a new dict
      * holds 5 without growing: PyDict_New costs less up to there). */
     locals = code->co_nlocalsplus <= 5 ? PyDict_New() : _PyDict_NewPresized(code->co_nlocalsplus);
@@ -180,26 +182,48 @@ error:
     return NULL;
 }
 
+PyObject *
+pyframe_build_locals(_PyInterpreterFrame *frame, PyObject **spare)
+{
+    PyCodeObject *code = compat_frame_code(frame);   /* Borrowed. */
+    PyObject *taken = NULL;                           /* Owned. */
+
+    /* Only frames whose f_locals is a new dict of their fast locals can
+     * use the spare (see build_locals_slowly for the others). */
+    if (spare != NULL && *spare != NULL && (code->co_flags & CO_OPTIMIZED)
+            && (PYFRAME_PY313 || frame->f_locals == NULL)) {
+        taken = *spare;
+        *spare = NULL;
+        if (refill_in_place(frame, code, taken)) {
+            return taken;
+        }
+    }
+    return build_locals_slowly(frame, code, taken);
+}
+
 int
 pyframe_locals_recycle(PyObject *locals)
 {
+    PyDictUnicodeEntry *entries;   /* Borrowed. */
+
     if (!PyDict_CheckExact(locals) || Py_REFCNT(locals) != 1) {
         return 0;
     }
-    for (Py_ssize_t k = 0;; k++) {
-        /* Looked at again each time: dropping a value may run a finalizer,
-         * which may find the dict (gc.get_objects()) and change it. */
-        PyDictUnicodeEntry *entries = own_dict_entries(locals);   /* Borrowed. */
-        if (entries == NULL) {
-            return 0;
+    entries = own_dict_entries(locals);
+    for (Py_ssize_t k = 0; entries != NULL && k < ((PyDictObject *)locals)->ma_used; k++) {
+        PyObject *value = entries[k].me_value;   /* Owned by the entry until replaced. */
+        entries[k].me_value = Py_NewRef(Py_None);
+        if (Py_REFCNT(value) > 1) {
+            Py_DECREF(value);
+            continue;
         }
-        if (k >= ((PyDictObject *)locals)->ma_used) {
-            break;
-        }
-        Py_SETREF(entries[k].me_value, Py_NewRef(Py_None));
+        /* The last reference: its finalizer may find the dict
+         * (gc.get_objects()) and change it, so look at it again. */
+        Py_DECREF(value);
+        entries = own_dict_entries(locals);
     }
-    /* ... or kept it. */
-    return Py_REFCNT(locals) == 1;
+    /* ... or keep it. */
+    return entries != NULL && Py_REFCNT(locals) == 1;
 }
 
 /* Interned names of the slot kinds, made on first use. */
