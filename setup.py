@@ -54,7 +54,7 @@ class BuildExt(build_ext):
         super().build_extensions()
 
 
-compile_args = ["-Wall", "-Wextra", "-Wno-unused-parameter", "-std=gnu11"]
+compile_args = ["-Wall", "-Wextra", "-Wno-unused-parameter", "-std=gnu11", "-fvisibility=hidden"]
 if _flag("PYFRAME_DEBUG"):
     compile_args += ["-UNDEBUG", "-O1", "-g"]
 
