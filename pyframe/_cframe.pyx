@@ -9,7 +9,7 @@ for the results only this module knows).
 
 cimport cython
 from cpython.object cimport PyObject, PyTypeObject
-from cpython.ref cimport Py_INCREF, Py_REFCNT, Py_XINCREF
+from cpython.ref cimport Py_INCREF
 from cpython.pystate cimport PyThreadState
 
 
