@@ -123,7 +123,8 @@ def test_exception_from_the_callback_at_every_depth(error):
         # The traceback runs from the caller of the refused frame (which never
         # ran) straight into the callback.
         names = [entry.name for entry in traceback.extract_tb(info.value.__traceback__)]
-        caller = "deep" if fail_at < 30 else test_exception_from_the_callback_at_every_depth.__name__
+        test_name = test_exception_from_the_callback_at_every_depth.__name__
+        caller = "deep" if fail_at < 30 else test_name
         assert names[-2:] == [caller, "callback"]
         assert names.count("deep") == 30 - fail_at
         del info
