@@ -19,7 +19,6 @@ cdef extern from "Python.h":
     bint PyCode_Check(object o)
 
 
-
 cdef extern from "pyframe.h":
     cdef struct _PyInterpreterFrame:
         pass
@@ -200,9 +199,7 @@ cdef class Compiled:
     cdef readonly object guard
 
     def __init__(self, code, guard=None):
-        if not PyCode_Check(code):
-            raise TypeError("pyframe.Compiled() expects a code object; got %s"
-                            % _describe(code))
+        _check_code("Compiled", code)
         if guard is not None and not callable(guard):
             raise TypeError("pyframe.Compiled() expects guard to be a callable taking "
                             "the frame's f_locals, or None; got %s" % _describe(guard))
@@ -307,10 +304,11 @@ def reset(code=None):
     pyframe_reset_code(code)
 
 
-def _check_code(str function, code):
+cdef int _check_code(str function, object code) except -1:
     if not PyCode_Check(code):
         raise TypeError("pyframe.%s() expects a code object; got %s"
                         % (function, _describe(code)))
+    return 0
 
 
 def set_cache_limit(n):
