@@ -255,12 +255,34 @@ def module_of(test_id):
     return parts[1] if parts[0] == "test" and len(parts) > 1 else parts[0]
 
 
+# Result-text prefixes, most specific first: (prefix, outcome, whether the
+# test file finished normally).
+STATUS_PREFIXES = (
+    ("failed (env changed)", "env changed", True),
+    ("failed (uncaught exception)", "uncaught exception", True),
+    ("failed (reference leak)", "reference leak", True),
+    ("failed", "failed", True),
+    ("ran no tests", "ran no tests", True),
+    ("timed out", "timed out", False),
+    ("worker non-zero exit code", "crashed", False),
+    ("worker bug", "crashed", False),
+    ("process crashed", "crashed", False),
+    ("interrupted", "interrupted", False),
+)
+
+
 def classify(status):
     """A regrtest result text ("passed (35.1 sec)", "failed (2 errors)", "worker
     non-zero exit code (Exit code -11)") -> (outcome, finished normally)."""
     status = status.split(" -- running", 1)[0]
     if status == "not run":
         return status, False
+    if status.startswith(("passed", "skipped")):
+        return status.split(" ", 1)[0], True
+    for prefix, outcome, finished in STATUS_PREFIXES:
+        if status.startswith(prefix):
+            return outcome, finished
+    return status, False
     if status.startswith(("passed", "skipped")):
         return status.split(" ", 1)[0], True
     for text, outcome in (
