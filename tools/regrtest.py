@@ -283,27 +283,6 @@ def classify(status):
         if status.startswith(prefix):
             return outcome, finished
     return status, False
-    if status.startswith(("passed", "skipped")):
-        return status.split(" ", 1)[0], True
-    for text, outcome in (
-        ("failed (env changed)", "env changed"),
-        ("failed (uncaught exception)", "uncaught exception"),
-        ("failed (reference leak)", "reference leak"),
-        ("failed", "failed"),
-        ("ran no tests", "ran no tests"),
-    ):
-        if status.startswith(text):
-            return outcome, True
-    for text, outcome in (
-        ("timed out", "timed out"),
-        ("worker non-zero exit code", "crashed"),
-        ("worker bug", "crashed"),
-        ("process crashed", "crashed"),
-        ("interrupted", "interrupted"),
-    ):
-        if status.startswith(text):
-            return outcome, False
-    return status, False
 
 
 class Outcome:
