@@ -15,11 +15,11 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-#if PY_VERSION_HEX < 0x030C0000 || PY_VERSION_HEX >= 0x030E0000
-#  error "pyframe supports CPython 3.12 and 3.13 only"
+#if PY_VERSION_HEX < 0x030C0000 || PY_VERSION_HEX >= 0x03100000
+#  error "pyframe supports CPython 3.12 to 3.15 only"
 #endif
 #ifdef Py_GIL_DISABLED
-#  error "pyframe supports CPython 3.12 and 3.13 with the GIL only"
+#  error "pyframe supports CPython 3.12 to 3.15 with the GIL only"
 #endif
 
 /* CPython 3.13 changed the interpreter frame in ways that touch us:
@@ -35,20 +35,165 @@
  * Remove the 3.12 branches when 3.12 support is dropped. */
 #define PYFRAME_PY313 (PY_VERSION_HEX >= 0x030D0000)
 
+/* CPython 3.14 made the frame's references "stack references" (gh-117139,
+ * internal/pycore_stackref.h): f_executable, f_funcobj and every localsplus
+ * slot are a _PyStackRef, a pointer whose low tag bit says the slot does not
+ * own a reference (an immortal object, or one a caller keeps alive).  A slot
+ * is read by masking the tag, written with a reference of its own, and
+ * emptied by "closing" it, which drops the reference only if it owns one.
+ * The frame's header moved to pycore_interpframe_structs.h, its helpers to
+ * pycore_interpframe.h, and `stacktop` (an index) became `stackpointer`. */
+#define PYFRAME_PY314 (PY_VERSION_HEX >= 0x030E0000)
+
 #include "internal/pycore_code.h"     // _PyLocals_GetKind, CO_FAST_*, _PyCode_CODE
 #include "internal/pycore_dict.h"     // PyDictKeysObject, DK_UNICODE_ENTRIES
-#include "internal/pycore_frame.h"    // _PyInterpreterFrame, struct _frame
+#include "internal/pycore_frame.h"    // struct _frame (PyFrameObject)
+#if PYFRAME_PY314
+#  include "internal/pycore_interpframe.h"  // _PyInterpreterFrame, _PyFrame_GetFirstComplete
+#  include "internal/pycore_stackref.h"     // _PyStackRef and its conversions
+#endif
 #if PYFRAME_PY313
 #  include "internal/pycore_ceval.h"  // _PyEval_FrameClearAndPop
 #endif
 
+/* ---- one reference held by the frame ------------------------------------ */
+
+/* compat_ref is what a localsplus slot, f_executable and f_funcobj hold. */
+#if PYFRAME_PY314
+typedef _PyStackRef compat_ref;
+#else
+typedef PyObject *compat_ref;
+#endif
+
+/* The object `ref` refers to (Borrowed), or NULL for an empty slot. */
+static inline PyObject *
+compat_ref_borrow(compat_ref ref)
+{
+#if PYFRAME_PY314
+    return PyStackRef_IsNull(ref) ? NULL : PyStackRef_AsPyObjectBorrow(ref);
+#else
+    return ref;
+#endif
+}
+
+/* A reference of its own to `value` (not NULL) for a slot. */
+static inline compat_ref
+compat_ref_new(PyObject *value)
+{
+#if PYFRAME_PY314
+    return PyStackRef_FromPyObjectNew(value);
+#else
+    return Py_NewRef(value);
+#endif
+}
+
+/* A slot's reference made of `value`'s (stolen; not NULL). */
+static inline compat_ref
+compat_ref_steal(PyObject *value)
+{
+#if PYFRAME_PY314
+    return PyStackRef_FromPyObjectSteal(value);
+#else
+    return value;
+#endif
+}
+
+/* The object of `ref` as a reference of the caller's own (the slot's,
+ * handed over, or a new one when the slot owned none); NULL when empty. */
+static inline PyObject *
+compat_ref_take(compat_ref ref)
+{
+#if PYFRAME_PY314
+    return PyStackRef_IsNull(ref) ? NULL : PyStackRef_AsPyObjectSteal(ref);
+#else
+    return ref;
+#endif
+}
+
+static inline compat_ref
+compat_ref_null(void)
+{
+#if PYFRAME_PY314
+    return PyStackRef_NULL;
+#else
+    return NULL;
+#endif
+}
+
+/* ---- the interpreter frame ---------------------------------------------- */
+
 static inline PyCodeObject *
 compat_frame_code(_PyInterpreterFrame *frame)
 {
-#if PYFRAME_PY313
+#if PYFRAME_PY314
+    return (PyCodeObject *)PyStackRef_AsPyObjectBorrow(frame->f_executable);
+#elif PYFRAME_PY313
     return (PyCodeObject *)frame->f_executable;
 #else
     return frame->f_code;
+#endif
+}
+
+/* The function object the frame runs (Borrowed; may be NULL or not a
+ * function for frames CPython makes itself). */
+static inline PyObject *
+compat_frame_function(_PyInterpreterFrame *frame)
+{
+    return compat_ref_borrow(frame->f_funcobj);
+}
+
+/* Gives the frame `func` (stolen) to run; returns the function it had (owned). */
+static inline PyObject *
+compat_frame_swap_function(_PyInterpreterFrame *frame, PyObject *func)
+{
+    PyObject *previous = compat_ref_take(frame->f_funcobj);
+    frame->f_funcobj = compat_ref_steal(func);
+    return previous;
+}
+
+/* Slot `index` of localsplus: its value (Borrowed) or NULL when empty. */
+static inline PyObject *
+compat_frame_slot(_PyInterpreterFrame *frame, int index)
+{
+    return compat_ref_borrow(frame->localsplus[index]);
+}
+
+/* Empties slot `index`; returns what it held (owned) or NULL. */
+static inline PyObject *
+compat_frame_slot_take(_PyInterpreterFrame *frame, int index)
+{
+    PyObject *value = compat_ref_take(frame->localsplus[index]);
+    frame->localsplus[index] = compat_ref_null();
+    return value;
+}
+
+/* Stores a reference to `value` (not NULL) in slot `index`, then releases
+ * what the slot held (which may run a finalizer: the slot is final by then). */
+static inline void
+compat_frame_slot_set(_PyInterpreterFrame *frame, int index, PyObject *value)
+{
+    PyObject *previous = compat_ref_take(frame->localsplus[index]);
+    frame->localsplus[index] = compat_ref_new(value);
+    Py_XDECREF(previous);
+}
+
+/* Empties slot `index` of a frame whose slot holds nothing that needs
+ * releasing (an empty slot, or one whose reference moved elsewhere). */
+static inline void
+compat_frame_slot_forget(_PyInterpreterFrame *frame, int index)
+{
+    frame->localsplus[index] = compat_ref_null();
+}
+
+/* Marks the frame's value stack empty: the frame holds its `nlocalsplus`
+ * slots and nothing above them. */
+static inline void
+compat_frame_set_stack_empty(_PyInterpreterFrame *frame, int nlocalsplus)
+{
+#if PYFRAME_PY314
+    frame->stackpointer = frame->localsplus + nlocalsplus;
+#else
+    frame->stacktop = nlocalsplus;
 #endif
 }
 
@@ -91,11 +236,16 @@ compat_frame_not_started(_PyInterpreterFrame *frame)
 static inline PyCodeObject *
 compat_frame_swap_code(_PyInterpreterFrame *frame, PyCodeObject *code)
 {
+#if PYFRAME_PY314
+    PyCodeObject *previous = (PyCodeObject *)compat_ref_take(frame->f_executable);
+    frame->f_executable = compat_ref_steal((PyObject *)code);
+    frame->instr_ptr = _PyCode_CODE(code);
+#elif PYFRAME_PY313
     PyCodeObject *previous = compat_frame_code(frame);
-#if PYFRAME_PY313
     frame->f_executable = (PyObject *)code;
     frame->instr_ptr = _PyCode_CODE(code);
 #else
+    PyCodeObject *previous = compat_frame_code(frame);
     frame->f_code = code;
     frame->prev_instr = _PyCode_CODE(code) - 1;
 #endif
@@ -109,7 +259,13 @@ compat_frame_swap_code(_PyInterpreterFrame *frame, PyCodeObject *code)
 static inline int
 compat_dict_watched(PyDictObject *dict)
 {
+#if PYFRAME_PY314
+    /* PEP 699: 3.14 removed ma_version_tag; the watcher bits stayed, in
+     * _ma_watcher_tag. */
+    uint64_t tag = dict->_ma_watcher_tag;
+#else
     uint64_t tag = dict->ma_version_tag;
+#endif
 #if PYFRAME_PY313
     return (tag & DICT_WATCHER_AND_MODIFICATION_MASK) != 0;
 #else

@@ -610,7 +610,7 @@ run_replacement(PyThreadState *tstate, _PyInterpreterFrame *frame, PyObject *rep
     }
 #ifndef NDEBUG
     for (int i = pyframe_argument_slots(code); fresh && i < compat_frame_code(frame)->co_nlocalsplus; i++) {
-        assert(frame->localsplus[i] == NULL);
+        assert(compat_frame_slot(frame, i) == NULL);
     }
 #endif
     target = frame_make_room(tstate, frame, code->co_framesize);
@@ -622,10 +622,9 @@ run_replacement(PyThreadState *tstate, _PyInterpreterFrame *frame, PyObject *rep
     pyframe_unbind_nonarguments(target, code);
     old_code = compat_frame_swap_code(target, code);
     if (func != NULL) {
-        old_func = target->f_funcobj;
-        target->f_funcobj = func;
+        old_func = compat_frame_swap_function(target, func);
     }
-    target->stacktop = code->co_nlocalsplus;
+    compat_frame_set_stack_empty(target, code->co_nlocalsplus);
     tstate->datastack_top = (PyObject **)target + code->co_framesize;
     /* Releasing these may run finalizers: they push frames above ours. */
     Py_DECREF(old_code);

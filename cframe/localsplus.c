@@ -17,14 +17,15 @@
 static PyObject *
 closure_cell(_PyInterpreterFrame *frame, PyCodeObject *code, int index)
 {
-    PyObject *cell = frame->localsplus[index];   /* set only once started */
+    PyObject *cell = compat_frame_slot(frame, index);   /* set only once started */
+    PyObject *func = compat_frame_function(frame);
     if (cell != NULL) {
         return cell;
     }
-    if (frame->f_funcobj == NULL || !PyFunction_Check(frame->f_funcobj)) {
+    if (func == NULL || !PyFunction_Check(func)) {
         return NULL;
     }
-    PyObject *closure = ((PyFunctionObject *)frame->f_funcobj)->func_closure;
+    PyObject *closure = ((PyFunctionObject *)func)->func_closure;
     int position = index - (code->co_nlocalsplus - code->co_nfreevars);
     if (closure == NULL || position < 0 || position >= PyTuple_GET_SIZE(closure)) {
         return NULL;
@@ -42,7 +43,7 @@ entry_value(_PyInterpreterFrame *frame, PyCodeObject *code, int index)
         PyObject *cell = closure_cell(frame, code, index);
         return cell != NULL && PyCell_Check(cell) ? PyCell_GET(cell) : NULL;
     }
-    return frame->localsplus[index];
+    return compat_frame_slot(frame, index);
 }
 
 /* Adds the entry value of each bound variable of an optimized frame to
@@ -334,7 +335,7 @@ pyframe_set_local(_PyInterpreterFrame *frame, PyObject *name, PyObject *value)
         return -1;
     }
     /* A cell slot still holds the plain value MAKE_CELL will wrap. */
-    Py_XSETREF(frame->localsplus[index], Py_NewRef(value));
+    compat_frame_slot_set(frame, index, value);
     return 0;
 }
 
@@ -482,7 +483,7 @@ PyObject *
 pyframe_replacement_function(_PyInterpreterFrame *frame, PyCodeObject *replacement)
 {
     PyCodeObject *original = compat_frame_code(frame);        /* Borrowed. */
-    PyFunctionObject *running = (PyFunctionObject *)frame->f_funcobj;   /* Borrowed. */
+    PyFunctionObject *running = (PyFunctionObject *)compat_frame_function(frame);   /* Borrowed. */
     PyFunctionObject *func = NULL;                            /* Owned. */
     PyObject *closure = NULL;                                 /* Owned. */
 
@@ -523,7 +524,7 @@ pyframe_take_bound_locals(_PyInterpreterFrame *frame, PyObject **released)
      * list the caller releases once the frame is consistent again. */
     *released = NULL;
     for (int i = arguments; i < code->co_nlocalsplus; i++) {
-        bound += frame->localsplus[i] != NULL;
+        bound += compat_frame_slot(frame, i) != NULL;
     }
     if (bound == 0) {
         return 0;
@@ -532,13 +533,14 @@ pyframe_take_bound_locals(_PyInterpreterFrame *frame, PyObject **released)
         return -1;
     }
     for (int i = arguments; i < code->co_nlocalsplus; i++) {
-        if (frame->localsplus[i] != NULL && PyList_Append(*released, frame->localsplus[i]) < 0) {
+        PyObject *value = compat_frame_slot(frame, i);   /* Borrowed. */
+        if (value != NULL && PyList_Append(*released, value) < 0) {
             Py_CLEAR(*released);
             return -1;
         }
     }
     for (int i = arguments; i < code->co_nlocalsplus; i++) {
-        Py_CLEAR(frame->localsplus[i]);   /* the list holds them now */
+        Py_XDECREF(compat_frame_slot_take(frame, i));   /* the list holds them now */
     }
     return 0;
 }

@@ -113,7 +113,7 @@ static inline void
 pyframe_unbind_nonarguments(struct _PyInterpreterFrame *frame, PyCodeObject *replacement)
 {
     for (int i = pyframe_argument_slots(replacement); i < replacement->co_nlocalsplus; i++) {
-        frame->localsplus[i] = NULL;
+        compat_frame_slot_forget(frame, i);
     }
 }
 #endif

@@ -32,13 +32,18 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-#if PY_VERSION_HEX < 0x030C0000 || PY_VERSION_HEX >= 0x030E0000
-#  error "floorhook is written against CPython 3.12 and 3.13"
+#if PY_VERSION_HEX < 0x030C0000 || PY_VERSION_HEX >= 0x03100000
+#  error "floorhook is written against CPython 3.12 to 3.15"
 #endif
 
 /* Internal headers are usable only with Py_BUILD_CORE. */
 #define Py_BUILD_CORE 1
-#include "internal/pycore_frame.h"   /* _PyInterpreterFrame.owner, FRAME_OWNED_BY_THREAD */
+#if PY_VERSION_HEX >= 0x030E0000
+/* 3.14 moved the frame's struct out of pycore_frame.h. */
+#  include "internal/pycore_interpframe_structs.h"   /* _PyInterpreterFrame.owner */
+#else
+#  include "internal/pycore_frame.h"   /* _PyInterpreterFrame.owner, FRAME_OWNED_BY_THREAD */
+#endif
 
 /* The evaluator installed before us; valid while `hook_installed`. */
 static _PyFrameEvalFunction previous_eval = NULL;
