@@ -1,5 +1,6 @@
-"""Shared test helpers.  Version flags mirror cframe/compat.h's PYFRAME_PY313."""
+"""Shared test helpers.  Version flags mirror cframe/compat.h's PYFRAME_PY31X."""
 
+import dis
 import inspect
 import sys
 import types
@@ -11,6 +12,32 @@ import pytest
 import pyframe
 
 PY313 = sys.version_info >= (3, 13)
+PY314 = sys.version_info >= (3, 14)
+
+# CPython 3.14 loads the ints 0-255 with LOAD_SMALL_INT (gh-125837): they are
+# no longer in co_consts.
+_LOAD_SMALL_INT = dis.opmap.get("LOAD_SMALL_INT")
+_LOAD_CONST = dis.opmap["LOAD_CONST"]
+
+
+def with_const(code, old, new):
+    """A copy of `code` in which every load of the constant `old` loads `new`.
+
+    Where `old` is a small int that 3.14+ loads with LOAD_SMALL_INT (so it is
+    not in co_consts), those loads become LOAD_CONST of `new`, appended to
+    co_consts; both instructions are one code unit without caches.
+    """
+    consts = tuple(new if type(c) is type(old) and c == old else c for c in code.co_consts)
+    raw = bytearray(code.co_code)
+    small = _LOAD_SMALL_INT is not None and type(old) is int and 0 <= old < 256
+    if small and any(raw[i] == _LOAD_SMALL_INT and raw[i + 1] == old for i in range(0, len(raw), 2)):
+        index = len(consts)
+        assert index < 256, "a LOAD_CONST of this index needs EXTENDED_ARG"
+        consts += (new,)
+        for i in range(0, len(raw), 2):
+            if raw[i] == _LOAD_SMALL_INT and raw[i + 1] == old:
+                raw[i], raw[i + 1] = _LOAD_CONST, index
+    return code.replace(co_consts=consts, co_code=bytes(raw))
 
 
 @pytest.fixture(autouse=True)

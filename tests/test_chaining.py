@@ -9,6 +9,7 @@ import importlib.util
 import os
 
 import pytest
+from conftest import with_const
 
 import pyframe
 
@@ -54,8 +55,7 @@ def test_pyframe_runs_frames_with_the_previously_installed_function(floorhook):
 def test_replacement_and_skip_run_under_the_previous_function(floorhook):
     floorhook.install()
     try:
-        consts = tuple(2 if c == 1 else c for c in work.__code__.co_consts)
-        replacement = work.__code__.replace(co_consts=consts)  # returns n + 2
+        replacement = with_const(work.__code__, 1, 2)  # returns n + 2
 
         def callback(frame):
             if frame.f_code is work.__code__:

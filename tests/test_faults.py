@@ -19,7 +19,7 @@ import warnings
 import weakref
 
 import pytest
-from conftest import _free_tool_id
+from conftest import _free_tool_id, with_const
 
 import pyframe
 
@@ -85,10 +85,6 @@ def deepest_descent():
         else:
             low = middle
     return low
-
-
-def with_const(code, old, new):
-    return code.replace(co_consts=tuple(new if c == old else c for c in code.co_consts))
 
 
 class Boom(Exception):

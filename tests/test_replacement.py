@@ -10,13 +10,9 @@ import weakref
 
 import bytecode
 import pytest
+from conftest import with_const
 
 import pyframe
-
-
-def with_const(code, old, new):
-    """A copy of `code` whose constant `old` reads `new`."""
-    return code.replace(co_consts=tuple(new if c == old else c for c in code.co_consts))
 
 
 def replace_for(target, replacement, cached=False, guard=None):

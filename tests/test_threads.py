@@ -12,6 +12,8 @@ import sys
 import threading
 from dataclasses import dataclass, field
 
+from conftest import with_const
+
 import pyframe
 
 THREADS = 8
@@ -32,9 +34,7 @@ def shared(tag, i):
     return shared_leaf(tag, i) * 10
 
 
-SHARED_REPLACED = shared.__code__.replace(
-    co_consts=tuple(1000 if c == 10 else c for c in shared.__code__.co_consts)
-)
+SHARED_REPLACED = with_const(shared.__code__, 10, 1000)
 
 PER_THREAD_SOURCE = """
 def leaf(tag, i):
@@ -109,9 +109,7 @@ def run_worker(worker, barrier, errors):
         exec(PER_THREAD_SOURCE, namespace)
         leaf, outer = namespace["leaf"], namespace["outer"]
         # leaf * 3 instead of * 2: outer's result tells which leaf ran.
-        leaf_replaced = leaf.__code__.replace(
-            co_consts=tuple(3 if c == 2 else c for c in leaf.__code__.co_consts)
-        )
+        leaf_replaced = with_const(leaf.__code__, 2, 3)
         worker.ident = threading.get_ident()
         callback = make_callback(worker, leaf.__code__, outer.__code__, leaf_replaced)
         tag, kind = worker.tag, worker.kind
@@ -209,10 +207,7 @@ def test_a_hit_in_another_thread_during_a_guard_does_not_hide_a_cached_entry():
     hit moves an entry to the front.  A must still find its own entry, not ask
     its callback again and cache a duplicate."""
     replaced = {
-        who: picks.__code__.replace(
-            co_consts=tuple(who if c == 0 else c for c in picks.__code__.co_consts)
-        )
-        for who in (1, 2, 3)
+        who: with_const(picks.__code__, 0, who) for who in (1, 2, 3)
     }
     a_in_guard, b_done = threading.Event(), threading.Event()
     asked = []
