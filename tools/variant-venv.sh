@@ -19,7 +19,7 @@ venv=$root/.venv-$name-$version
 work=$root/build/$name-$version
 
 if [ ! -x "$venv/bin/python" ]; then
-    "$python" -m venv "$venv" >&2
+    tools/make-venv "$python" "$venv"
 fi
 "$venv/bin/python" - >&2 <<'PY'
 import subprocess, sys, tomllib
