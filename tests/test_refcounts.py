@@ -67,6 +67,79 @@ def test_refcounts_of_code_and_arguments_unchanged(callback):
     assert after == before
 
 
+# ---- the paths that write the frame's slots ----------------------------------
+# On 3.14+ a slot holds a stack reference that may not own its object (an
+# immortal one, or a borrowed argument: the caller's LOAD_FAST_BORROW, see
+# tests/py314): writing, moving and emptying slots must leave every count as
+# it was.
+
+SET_VALUE = object()
+
+
+def set_locals(frame):
+    if frame.f_code is target.__code__:
+        frame.set_local("b", SET_VALUE)  # an argument slot
+        frame.set_local("c", SET_VALUE)  # a cell slot: MAKE_CELL wraps it
+
+
+TARGET_COPY = target.__code__.replace()
+
+
+def replace_after_set_local(frame):
+    if frame.f_code is target.__code__:
+        frame.set_local("c", SET_VALUE)  # moved out before the copy runs
+        return TARGET_COPY
+
+
+def replace_cached(frame):
+    if frame.f_code is target.__code__:
+        return pyframe.Compiled(TARGET_COPY)
+
+
+def generator_target(a, b):
+    yield a
+    yield b
+
+
+GENERATOR_COPY = generator_target.__code__.replace()
+
+
+def replace_with_new_function(frame):
+    # Generator code runs under a function made for the replacement.
+    if frame.f_code is generator_target.__code__:
+        return GENERATOR_COPY
+
+
+@pytest.mark.parametrize(
+    "callback, function",
+    [
+        (set_locals, target),
+        (replace_after_set_local, target),
+        (replace_cached, target),
+        (replace_with_new_function, generator_target),
+    ],
+)
+def test_refcounts_unchanged_where_slots_are_written(callback, function):
+    a, b = object(), object()
+
+    def make_call():
+        result = function(a, b)
+        if function is generator_target:
+            assert list(result) == [a, b]
+
+    pyframe.reset()
+    with pyframe.callback(callback):
+        make_call()  # warm up, and cache the replacement
+    gc.collect()
+    watched = (function.__code__, TARGET_COPY, GENERATOR_COPY, a, b, SET_VALUE, None, 1)
+    before = [sys.getrefcount(x) for x in watched]
+    run_many(callback, make_call)
+    gc.collect()
+    after = [sys.getrefcount(x) for x in watched]
+    pyframe.reset()
+    assert after == before
+
+
 @pytest.mark.parametrize("callback", [observe, raises, skip])
 def test_traced_memory_stays_flat(callback):
     def make_call():
