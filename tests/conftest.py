@@ -30,13 +30,16 @@ def with_const(code, old, new):
     consts = tuple(new if type(c) is type(old) and c == old else c for c in code.co_consts)
     raw = bytearray(code.co_code)
     small = _LOAD_SMALL_INT is not None and type(old) is int and 0 <= old < 256
-    if small and any(raw[i] == _LOAD_SMALL_INT and raw[i + 1] == old for i in range(0, len(raw), 2)):
-        index = len(consts)
-        assert index < 256, "a LOAD_CONST of this index needs EXTENDED_ARG"
+    loads = [
+        i
+        for i in range(0, len(raw), 2)
+        if small and raw[i : i + 2] == bytes((_LOAD_SMALL_INT, old))
+    ]
+    if loads:
+        assert len(consts) < 256, "a LOAD_CONST of this index needs EXTENDED_ARG"
+        for i in loads:
+            raw[i], raw[i + 1] = _LOAD_CONST, len(consts)
         consts += (new,)
-        for i in range(0, len(raw), 2):
-            if raw[i] == _LOAD_SMALL_INT and raw[i + 1] == old:
-                raw[i], raw[i + 1] = _LOAD_CONST, index
     return code.replace(co_consts=consts, co_code=bytes(raw))
 
 
