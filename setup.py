@@ -35,7 +35,7 @@ class BuildExt(build_ext):
         super().finalize_options()
         # setuptools reuses object files and the built module when they are
         # newer than the sources, whatever flags made them: a release build
-        # would link the objects of an earlier debug build.  Three files:
+        # would link the objects of an earlier debug build.  Four files:
         # always compile them.
         self.force = True
 
@@ -60,9 +60,9 @@ if _flag("PYFRAME_DEBUG"):
 
 extension = Extension(
     "pyframe._cframe",
-    sources=["pyframe/_cframe.pyx", "cframe/eval_frame.c", "cframe/localsplus.c"],
+    sources=["pyframe/_cframe.pyx", "cframe/eval_frame.c", "cframe/cache.c", "cframe/localsplus.c"],
     include_dirs=["cframe"],
-    depends=["cframe/compat.h", "cframe/pyframe.h"],
+    depends=["cframe/compat.h", "cframe/pyframe.h", "cframe/cache.h"],
     extra_compile_args=compile_args,
 )
 

@@ -6,18 +6,21 @@
  * (a type the Cython layer owns) and maps the result to what to do, then runs
  * the frame with the evaluator that was
  * installed before pyframe (CPython's own, or a debugger's, or Dynamo's), or
- * clears and pops it when the callback failed.  Decisions that outlive one
- * call (SKIP) live on the code object, in code-extra storage.
+ * clears and pops it when the callback failed.  Decisions and cached entries
+ * that outlive one call live on the code object, per owner (cache.c).
  */
-#include "compat.h"
-#include "pyframe.h"
+#include "cache.h"
 
 /* ---- per-thread state --------------------------------------------------- */
 
 typedef struct {
-    PyObject *callback;   /* Owned; NULL while this thread has none. */
-    uint64_t serial;      /* Names this installation of the callback: SKIP
-                             decisions are remembered for it alone. */
+    PyObject *callback;   /* Owned; NULL while this thread has none (or runs
+                             cached entries only). */
+    PyObject *cache;      /* Owned pyframe.Cache; NULL: nothing is installed. */
+    pyframe_owner *owner; /* Borrowed from `cache`: whose decisions and entries
+                             this thread's frames use. */
+    int run_only;         /* installed to run cached entries only */
+    int run_only_depth;   /* > 0: inside a RUN_ONLY_RECURSIVE frame */
     int paused;           /* > 0: frames run without asking the callback (inside
                              the callback itself, or under SKIP_RECURSIVE). */
     int probing;          /* sync_hook() is asking whether frames reach ours */
@@ -43,8 +46,8 @@ static PYFRAME_THREAD_LOCAL thread_hook *this_thread;
 
 #define THREAD_CAPSULE_NAME "pyframe._cframe.thread_hook"
 
+/* Threads with something installed (a callback, or run-only mode). */
 static Py_ssize_t threads_with_callback;
-static uint64_t last_serial;
 
 /* ---- the hook's installation -------------------------------------------- */
 
@@ -137,9 +140,11 @@ thread_hook_free(PyObject *capsule)
     if (this_thread == thread) {
         this_thread = NULL;
     }
-    if (thread->callback != NULL) {
+    if (thread->cache != NULL) {
         threads_with_callback--;
         Py_CLEAR(thread->callback);
+        Py_CLEAR(thread->cache);
+        thread->owner = NULL;
         (void)sync_hook();   /* removing: cannot fail */
     }
     Py_CLEAR(thread->lent_locals);
@@ -193,31 +198,53 @@ pyframe_thread_get_callback(void)
 }
 
 PyObject *
-pyframe_thread_set_callback(PyObject *callback)
+pyframe_thread_install(PyObject *callback, PyObject *cache, pyframe_owner *owner, int run_only)
 {
     thread_hook *thread = this_thread;   /* Borrowed. */
-    PyObject *previous;                  /* Owned; handed to the caller. */
+    PyObject *previous = NULL;           /* Owned: (callback, cache, run_only). */
+    PyObject *old_callback, *old_cache;  /* Owned. */
+    pyframe_owner *old_owner;
+    int old_run_only, installing = cache != NULL;
 
-    if (thread == NULL && callback == NULL) {
-        Py_RETURN_NONE;
+    assert(cache != NULL || (callback == NULL && owner == NULL));
+    if (thread == NULL && !installing) {
+        return Py_BuildValue("(OOO)", Py_None, Py_None, Py_False);
     }
     if (thread == NULL && (thread = thread_hook_get_or_create()) == NULL) {
         return NULL;
     }
-    previous = thread->callback;
-    thread->callback = Py_XNewRef(callback);
-    thread->serial = callback != NULL ? ++last_serial : 0;
-    threads_with_callback += (callback != NULL) - (previous != NULL);
-    if (sync_hook() < 0) {
-        /* Not installed: leave things as they were. */
-        threads_with_callback -= (callback != NULL) - (previous != NULL);
-        Py_XSETREF(thread->callback, previous);
+    previous = Py_BuildValue("(OOO)", thread->callback ? thread->callback : Py_None,
+                             thread->cache ? thread->cache : Py_None,
+                             thread->run_only ? Py_True : Py_False);
+    if (previous == NULL) {
         return NULL;
     }
-    if (callback == NULL) {
+    old_callback = thread->callback;
+    old_cache = thread->cache;
+    old_owner = thread->owner;
+    old_run_only = thread->run_only;
+    thread->callback = Py_XNewRef(callback);
+    thread->cache = Py_XNewRef(cache);
+    thread->owner = owner;
+    thread->run_only = run_only;
+    threads_with_callback += installing - (old_cache != NULL);
+    if (sync_hook() < 0) {
+        /* Not installed: leave things as they were. */
+        threads_with_callback -= installing - (old_cache != NULL);
+        Py_XSETREF(thread->callback, old_callback);
+        Py_XSETREF(thread->cache, old_cache);
+        thread->owner = old_owner;
+        thread->run_only = old_run_only;
+        Py_DECREF(previous);
+        return NULL;
+    }
+    if (!installing) {
         Py_CLEAR(thread->spare_locals);
     }
-    return previous != NULL ? previous : Py_NewRef(Py_None);
+    /* Released last: either may be the last reference to a finalizer. */
+    Py_XDECREF(old_callback);
+    Py_XDECREF(old_cache);
+    return previous;
 }
 
 PyObject *
@@ -243,249 +270,12 @@ locals_take_back(thread_hook *thread, PyObject *locals)
 {
     /* Recycling may run a finalizer, which may fill the spare slot.  A
      * thread whose callback was removed keeps no spare. */
-    if (thread->callback != NULL && thread->spare_locals == NULL
+    if (thread->cache != NULL && thread->spare_locals == NULL
             && pyframe_locals_recycle(locals) && thread->spare_locals == NULL) {
         thread->spare_locals = locals;
         return;
     }
     Py_DECREF(locals);
-}
-
-/* ---- per-code state: SKIP and the cache of replacement code -------------- */
-
-typedef struct {
-    PyObject *code;       /* Owned: the replacement. */
-    PyObject *guard;      /* Owned; NULL: always valid. */
-    Py_ssize_t hits;
-    int keeps_function;   /* pyframe_keeps_function(original, code) */
-} cache_entry;
-
-/* Every code_state is on one list, so pyframe.reset() can reach them all. */
-typedef struct code_state {
-    struct code_state *prev, *next;
-    uint64_t skip_serial;     /* the callback installation that said SKIP; 0: none */
-    int count;                /* entries in use, most recently used first */
-    int capacity;
-    uint64_t version;         /* bumped on every change to entries */
-    cache_entry *entries;     /* PyMem_Raw; `capacity` long */
-} code_state;
-
-static Py_ssize_t code_extra_index = -1;
-static code_state all_states = {&all_states, &all_states, 0, 0, 0, 0, NULL};
-static int cache_limit = 8;
-
-/* Takes the entries out of `state` and returns them in a list of owned
- * references for the caller to release once nothing points at them. */
-static PyObject *
-code_state_take_entries(code_state *state)
-{
-    PyObject *dropped = PyList_New(0);
-    for (int i = 0; i < state->count; i++) {
-        cache_entry *entry = &state->entries[i];
-        if (dropped == NULL || PyList_Append(dropped, entry->code) < 0
-                || (entry->guard && PyList_Append(dropped, entry->guard) < 0)) {
-            /* Out of memory: leak rather than release under our feet. */
-            PyErr_Clear();
-            continue;
-        }
-        Py_DECREF(entry->code);
-        Py_XDECREF(entry->guard);
-    }
-    state->count = 0;
-    state->version++;
-    return dropped;
-}
-
-/* Called by CPython when the code object is freed. */
-static void
-code_state_free(void *opaque)
-{
-    code_state *state = opaque;
-    if (state == NULL) {
-        /* The code has extra storage for another user's index, not ours. */
-        return;
-    }
-    state->prev->next = state->next;
-    state->next->prev = state->prev;
-    for (int i = 0; i < state->count; i++) {
-        Py_DECREF(state->entries[i].code);
-        Py_XDECREF(state->entries[i].guard);
-    }
-    PyMem_RawFree(state->entries);
-    PyMem_RawFree(state);
-}
-
-/* Borrowed; NULL (no exception) when the code has no state yet. */
-static inline code_state *
-code_state_peek(PyCodeObject *code)
-{
-    void *state = NULL;
-    if (code->co_extra == NULL) {
-        return NULL;   /* no tool stored anything on it: the usual case */
-    }
-    if (PyUnstable_Code_GetExtra((PyObject *)code, code_extra_index, &state) < 0) {
-        PyErr_Clear();
-        return NULL;
-    }
-    return state;
-}
-
-static code_state *
-code_state_get_or_create(PyCodeObject *code)
-{
-    code_state *state = code_state_peek(code);
-    if (state != NULL) {
-        return state;
-    }
-    state = PyMem_RawCalloc(1, sizeof(code_state));
-    if (state == NULL) {
-        PyErr_NoMemory();
-        return NULL;
-    }
-    state->next = all_states.next;
-    state->prev = &all_states;
-    all_states.next->prev = state;
-    all_states.next = state;
-    if (PyUnstable_Code_SetExtra((PyObject *)code, code_extra_index, state) < 0) {
-        code_state_free(state);
-        return NULL;
-    }
-    return state;
-}
-
-static void
-code_state_reset(code_state *state, PyObject **dropped)
-{
-    state->skip_serial = 0;
-    *dropped = code_state_take_entries(state);
-}
-
-int
-pyframe_reset_code(PyObject *code)
-{
-    code_state *state = code_state_peek((PyCodeObject *)code);
-    PyObject *dropped = NULL;
-    if (state != NULL) {
-        code_state_reset(state, &dropped);
-    }
-    Py_XDECREF(dropped);
-    return 0;
-}
-
-int
-pyframe_reset_all(void)
-{
-    PyObject *dropped = PyList_New(0);   /* Owned. */
-    if (dropped == NULL) {
-        return -1;
-    }
-    for (code_state *state = all_states.next; state != &all_states; state = state->next) {
-        PyObject *entries;
-        code_state_reset(state, &entries);
-        if (entries != NULL) {
-            int failed = PyList_Append(dropped, entries) < 0;   /* keeps them alive */
-            Py_DECREF(entries);
-            if (failed) {
-                PyErr_Clear();
-            }
-        }
-    }
-    /* Releasing can run finalizers, which may touch the list: only now. */
-    Py_DECREF(dropped);
-    return 0;
-}
-
-int
-pyframe_set_cache_limit(int limit)
-{
-    cache_limit = limit;
-    return 0;
-}
-
-int
-pyframe_get_cache_limit(void)
-{
-    return cache_limit;
-}
-
-PyObject *
-pyframe_cache_entries(PyObject *code)
-{
-    code_state *state = code_state_peek((PyCodeObject *)code);
-    PyObject *entries = PyList_New(0);
-    for (int i = 0; entries != NULL && state != NULL && i < state->count; i++) {
-        cache_entry *entry = &state->entries[i];
-        PyObject *row = Py_BuildValue("(OOn)", entry->code,
-                                      entry->guard ? entry->guard : Py_None, entry->hits);
-        if (row == NULL || PyList_Append(entries, row) < 0) {
-            Py_XDECREF(row);
-            Py_CLEAR(entries);
-            break;
-        }
-        Py_DECREF(row);
-    }
-    return entries;
-}
-
-/* Puts a new entry first; steals `code` and `guard`.  The least recently
- * used entries past the limit come back in *dropped for the caller to release:
- * more than one when the limit was lowered since they were cached, and all of
- * them (the new one not cached either) when it is 0. */
-static int
-cache_insert(code_state *state, PyObject *code, PyObject *guard, int keeps_function,
-             PyObject **dropped)
-{
-    int keep = cache_limit > 0 ? cache_limit - 1 : 0;   /* leaves room for the new one */
-
-    *dropped = NULL;
-    if (state->count > keep) {
-        *dropped = PyTuple_New(2 * (Py_ssize_t)(state->count - keep));
-        if (*dropped == NULL) {
-            Py_DECREF(code);
-            Py_XDECREF(guard);
-            return -1;
-        }
-        for (int i = keep; i < state->count; i++) {
-            cache_entry *gone = &state->entries[i];
-            /* The tuple takes over the entry's references. */
-            PyTuple_SET_ITEM(*dropped, 2 * (i - keep), gone->code);
-            PyTuple_SET_ITEM(*dropped, 2 * (i - keep) + 1,
-                             gone->guard ? gone->guard : Py_NewRef(Py_None));
-        }
-        state->count = keep;
-        state->version++;
-    }
-    if (cache_limit <= 0) {
-        Py_DECREF(code);
-        Py_XDECREF(guard);
-        return 0;
-    }
-    if (state->count == state->capacity) {
-        int capacity = state->capacity ? state->capacity * 2 : 2;
-        cache_entry *grown = PyMem_RawRealloc(state->entries, capacity * sizeof(cache_entry));
-        if (grown == NULL) {
-            Py_DECREF(code);
-            Py_XDECREF(guard);
-            PyErr_NoMemory();
-            return -1;
-        }
-        state->entries = grown;
-        state->capacity = capacity;
-    }
-    memmove(&state->entries[1], &state->entries[0], state->count * sizeof(cache_entry));
-    state->entries[0] = (cache_entry){code, guard, 0, keeps_function};
-    state->count++;
-    state->version++;
-    return 0;
-}
-
-static void
-cache_move_to_front(code_state *state, int index)
-{
-    cache_entry hit = state->entries[index];
-    memmove(&state->entries[1], &state->entries[0], index * sizeof(cache_entry));
-    state->entries[0] = hit;
-    state->version++;
 }
 
 /* ---- abandoning a frame that will not run ------------------------------- */
@@ -658,11 +448,28 @@ user_python_leave(thread_hook *thread, PyThreadState *tstate)
     thread->paused--;
 }
 
-/* Looks for a cached replacement whose guard accepts the frame.  1: found,
- * *code set (new reference) and *keeps_function; 0: none; -1: a guard raised. */
+void
+pyframe_user_python_enter(void)
+{
+    if (this_thread != NULL) {
+        user_python_enter(this_thread, PyThreadState_Get());
+    }
+}
+
+void
+pyframe_user_python_leave(void)
+{
+    if (this_thread != NULL) {
+        user_python_leave(this_thread, PyThreadState_Get());
+    }
+}
+
+/* Looks for an entry of `owner` whose guard accepts the frame.  1: found,
+ * *code set (new reference; the frame's own code for an entry that runs the
+ * original) and *keeps_function; 0: none; -1: a guard raised. */
 static int
 cache_lookup(PyThreadState *tstate, thread_hook *thread, _PyInterpreterFrame *frame,
-             code_state *state, PyObject **code, int *keeps_function)
+             code_state *state, pyframe_owner *owner, PyObject **code, int *keeps_function)
 {
     PyObject *locals = NULL;   /* Owned; built once, for the first guard. */
     int found = 0;
@@ -670,6 +477,9 @@ cache_lookup(PyThreadState *tstate, thread_hook *thread, _PyInterpreterFrame *fr
 
     for (int i = 0; i < state->count; i++) {
         cache_entry *entry = &state->entries[i];
+        if (entry->owner != owner) {
+            continue;   /* another client's: never run it */
+        }
         if (entry->guard != NULL) {
             PyObject *guard = Py_NewRef(entry->guard);   /* Owned: the call may drop the entry. */
             uint64_t version = state->version;
@@ -707,7 +517,8 @@ cache_lookup(PyThreadState *tstate, thread_hook *thread, _PyInterpreterFrame *fr
             }
         }
         state->entries[i].hits++;
-        *code = Py_NewRef(state->entries[i].code);
+        *code = Py_NewRef(state->entries[i].runs_original ? (PyObject *)state->code
+                                                          : state->entries[i].code);
         *keeps_function = state->entries[i].keeps_function;
         if (i > 0) {
             cache_move_to_front(state, i);
@@ -737,7 +548,7 @@ frame_ref_of(PyObject *view)
  * callback's path every instruction counts, and this is the whole of it. */
 static int
 ask_callback(thread_hook *thread, PyThreadState *tstate, _PyInterpreterFrame *frame,
-             PyObject *callback, PyObject **code, PyObject **guard)
+             PyObject *callback, PyObject **code, PyObject **guard, PyObject **depends)
 {
     PyObject *view = thread->spare_view;   /* Owned. */
     PyObject *result;                       /* Owned. */
@@ -786,12 +597,18 @@ ask_callback(thread_hook *thread, PyThreadState *tstate, _PyInterpreterFrame *fr
     else if (result == layer.skip_recursive) {
         action = PYFRAME_SKIP_RECURSIVE;
     }
+    else if (result == layer.run_only) {
+        action = PYFRAME_RUN_ONLY;
+    }
+    else if (result == layer.run_only_recursive) {
+        action = PYFRAME_RUN_ONLY_RECURSIVE;
+    }
     else if (PyCode_Check(result)) {
         *code = Py_NewRef(result);
         action = PYFRAME_REPLACE;
     }
     else {
-        action = layer.classify_other(callback, result, code, guard);
+        action = layer.classify_other(callback, result, code, guard, depends);
     }
     Py_DECREF(result);
     return action;
@@ -799,61 +616,123 @@ ask_callback(thread_hook *thread, PyThreadState *tstate, _PyInterpreterFrame *fr
 
 /* ---- the hook --------------------------------------------------------------- */
 
-/* A new frame of a thread with a callback: run it, skip it, or run
- * replacement code, as the code's state or the callback decides. */
+/* Runs the frame as it is.  Under `decision` RUN_ONLY_RECURSIVE, what it
+ * calls runs cached entries only; under SKIP_RECURSIVE, without callbacks. */
+static inline PyObject *
+run_as_is(PyThreadState *tstate, _PyInterpreterFrame *frame, thread_hook *thread, int decision)
+{
+    PyObject *result;
+    if (decision == PYFRAME_SKIP_RECURSIVE) {
+        thread->paused++;
+        result = previous_eval(tstate, frame, 0);
+        thread->paused--;
+        return result;
+    }
+    if (decision == PYFRAME_RUN_ONLY_RECURSIVE) {
+        thread->run_only_depth++;
+        result = previous_eval(tstate, frame, 0);
+        thread->run_only_depth--;
+        return result;
+    }
+    return previous_eval(tstate, frame, 0);
+}
+
+/* Runs `code` (stolen) in place of the frame's code, or the frame as it is
+ * when `code` is the frame's own code. */
+static inline PyObject *
+run_cached(PyThreadState *tstate, _PyInterpreterFrame *frame, thread_hook *thread, int decision,
+           PyObject *code, int keeps_function, int fresh)
+{
+    PyObject *result;
+    if (code == (PyObject *)compat_frame_code(frame)) {
+        Py_DECREF(code);   /* the frame holds it */
+        return run_as_is(tstate, frame, thread, decision);
+    }
+    if (decision != PYFRAME_RUN_ONLY_RECURSIVE) {
+        return run_replacement(tstate, frame, code, keeps_function, fresh);
+    }
+    thread->run_only_depth++;
+    result = run_replacement(tstate, frame, code, keeps_function, fresh);
+    thread->run_only_depth--;
+    return result;
+}
+
+/* A new frame of a thread with something installed: run it, skip it, or run
+ * replacement code, as the owner's decisions and entries or the callback
+ * decide. */
 static Py_NO_INLINE PyObject *
 intercept(PyThreadState *tstate, _PyInterpreterFrame *frame, thread_hook *thread)
 {
+    PyObject *cache = Py_NewRef(thread->cache);   /* Owned: keeps `owner` alive. */
+    pyframe_owner *owner = thread->owner;          /* Borrowed from `cache`. */
     PyObject *callback;                  /* Owned during the call. */
     PyObject *code = NULL;               /* Owned: replacement code. */
     PyObject *guard = NULL;              /* Owned. */
-    PyObject *dropped = NULL;            /* Owned. */
-    PyObject *result;
+    PyObject *depends = NULL;            /* Owned. */
+    drop_batch batch = DROP_BATCH_INIT;
     code_state *state;
     int action, keeps_function = 0;
+    int decision = PYFRAME_RUN;
+    int run_only = thread->run_only || thread->run_only_depth > 0;
 
-    state = code_state_peek(compat_frame_code(frame));
+    state = cache_state_peek(compat_frame_code(frame));
     if (state != NULL) {
-        if (state->skip_serial == thread->serial) {
-            return previous_eval(tstate, frame, 0);
+        decision = cache_decision_of(state, owner->serial);
+        if (decision == PYFRAME_SKIP || decision == PYFRAME_SKIP_RECURSIVE) {
+            Py_DECREF(cache);
+            return run_as_is(tstate, frame, thread, decision);
         }
+        run_only |= decision != PYFRAME_RUN;
         if (state->count > 0) {
-            int found = cache_lookup(tstate, thread, frame, state, &code, &keeps_function);
+            int found = cache_lookup(tstate, thread, frame, state, owner, &code, &keeps_function);
             if (found < 0) {
                 goto error;
             }
             if (found) {
-                return run_replacement(tstate, frame, code, keeps_function, 1);
+                Py_DECREF(cache);
+                return run_cached(tstate, frame, thread, decision, code, keeps_function, 1);
             }
         }
     }
-    /* A guard (or a finalizer it set off) may have removed this thread's
-     * callback: then there is no one to ask, and the frame just runs. */
-    if (thread->callback == NULL) {
-        return previous_eval(tstate, frame, 0);
+    /* A guard (or a finalizer it set off) may have changed what this thread
+     * has installed: the callback installed now is asked, for its cache, or
+     * with nothing installed the frame just runs. */
+    if (thread->owner != owner) {
+        if (thread->cache == NULL) {
+            Py_DECREF(cache);
+            return run_as_is(tstate, frame, thread, PYFRAME_RUN);
+        }
+        Py_SETREF(cache, Py_NewRef(thread->cache));
+        owner = thread->owner;
+        run_only = thread->run_only || thread->run_only_depth > 0;
+        decision = PYFRAME_RUN;
+    }
+    /* Run-only: a miss runs the frame as it is. */
+    if (run_only || thread->callback == NULL) {
+        Py_DECREF(cache);
+        return run_as_is(tstate, frame, thread, decision);
     }
 
     callback = Py_NewRef(thread->callback);
     user_python_enter(thread, tstate);
-    action = ask_callback(thread, tstate, frame, callback, &code, &guard);
+    action = ask_callback(thread, tstate, frame, callback, &code, &guard, &depends);
     user_python_leave(thread, tstate);
     Py_DECREF(callback);
 
     switch (action) {
     case PYFRAME_RUN:
+        Py_DECREF(cache);
         return previous_eval(tstate, frame, 0);
     case PYFRAME_SKIP:
-        state = code_state_get_or_create(compat_frame_code(frame));
-        if (state == NULL) {
+    case PYFRAME_SKIP_RECURSIVE:
+    case PYFRAME_RUN_ONLY:
+    case PYFRAME_RUN_ONLY_RECURSIVE:
+        state = cache_state_get_or_create(compat_frame_code(frame));
+        if (state == NULL || cache_remember(state, owner->serial, action) < 0) {
             goto error;
         }
-        state->skip_serial = thread->serial;
-        return previous_eval(tstate, frame, 0);
-    case PYFRAME_SKIP_RECURSIVE:
-        thread->paused++;
-        result = previous_eval(tstate, frame, 0);
-        thread->paused--;
-        return result;
+        Py_DECREF(cache);
+        return run_as_is(tstate, frame, thread, action);
     case PYFRAME_REPLACE:
     case PYFRAME_CACHE:
         if (pyframe_check_replacement(compat_frame_code(frame), code) < 0) {
@@ -861,18 +740,20 @@ intercept(PyThreadState *tstate, _PyInterpreterFrame *frame, thread_hook *thread
         }
         keeps_function = pyframe_keeps_function(compat_frame_code(frame), (PyCodeObject *)code);
         if (action == PYFRAME_CACHE) {
-            state = code_state_get_or_create(compat_frame_code(frame));
+            state = cache_state_get_or_create(compat_frame_code(frame));
             if (state == NULL) {
                 goto error;
             }
-            int inserted = cache_insert(state, Py_NewRef(code), guard, keeps_function, &dropped);
-            guard = NULL;   /* cache_insert stole it */
+            int inserted = cache_insert(state, owner, Py_NewRef(code), guard, depends,
+                                        keeps_function, &batch);
+            guard = depends = NULL;   /* cache_insert stole them */
             if (inserted < 0) {
                 goto error;
             }
-            Py_XDECREF(dropped);   /* may run finalizers: the frame is intact */
+            drop_batch_finish(&batch);   /* the frame is intact: Python may run */
         }
-        return run_replacement(tstate, frame, code, keeps_function, 0);
+        Py_DECREF(cache);
+        return run_cached(tstate, frame, thread, decision, code, keeps_function, 0);
     default:
         assert(action == PYFRAME_ERROR && PyErr_Occurred());
         goto error;
@@ -881,7 +762,9 @@ intercept(PyThreadState *tstate, _PyInterpreterFrame *frame, thread_hook *thread
 error:
     Py_XDECREF(code);
     Py_XDECREF(guard);
-    Py_XDECREF(dropped);   /* entries cache_insert took out before it failed */
+    Py_XDECREF(depends);
+    drop_batch_finish(&batch);   /* entries cache_insert took out before it failed */
+    Py_DECREF(cache);
     frame_clear_and_pop(tstate, frame);
     return NULL;
 }
@@ -895,7 +778,7 @@ pyframe_eval_frame(PyThreadState *tstate, _PyInterpreterFrame *frame, int throwf
 {
     thread_hook *thread = this_thread;   /* Borrowed. */
 
-    if (thread != NULL && thread->paused == 0 && thread->callback != NULL && !throwflag
+    if (thread != NULL && thread->paused == 0 && thread->cache != NULL && !throwflag
             && frame->owner == FRAME_OWNED_BY_THREAD && tstate->tracing == 0
             && compat_frame_not_started(frame)) {
         return intercept(tstate, frame, thread);
@@ -924,18 +807,14 @@ pyframe_hook_init(const pyframe_layer *from_cython)
     Py_INCREF(layer.frame_type);
     Py_INCREF(layer.skip);
     Py_INCREF(layer.skip_recursive);
+    Py_INCREF(layer.run_only);
+    Py_INCREF(layer.run_only_recursive);
     Py_XDECREF(previous.frame_type);
     Py_XDECREF(previous.skip);
     Py_XDECREF(previous.skip_recursive);
-    if (code_extra_index < 0) {
-        code_extra_index = PyUnstable_Eval_RequestCodeExtraIndex(code_state_free);
-        if (code_extra_index < 0) {
-            PyErr_SetString(PyExc_RuntimeError,
-                            "pyframe: CPython has no code-extra index left");
-            return -1;
-        }
-    }
-    return 0;
+    Py_XDECREF(previous.run_only);
+    Py_XDECREF(previous.run_only_recursive);
+    return cache_init(layer.notify_dropped);
 }
 
 /* ---- what the callback's Frame reads ------------------------------------ */
@@ -962,6 +841,24 @@ int
 pyframe_frame_lasti(_PyInterpreterFrame *frame)
 {
     return compat_frame_lasti(frame);
+}
+
+/* The line the frame reports as it starts, as CPython's frame.f_lineno
+ * gives it at the frame's first traced line: the line of its first
+ * instruction that has one (3.13 gives MAKE_CELL and COPY_FREE_VARS none,
+ * and CPython's answer for the not-started frame itself would be None
+ * there, or on 3.12 the first line of the code rather than RESUME's). */
+int
+pyframe_frame_lineno(_PyInterpreterFrame *frame)
+{
+    PyCodeObject *code = compat_frame_code(frame);   /* Borrowed. */
+    int units = (int)Py_SIZE(code);
+    int line = -1;
+
+    for (int unit = 0; line < 0 && unit < units; unit++) {
+        line = PyCode_Addr2Line(code, unit * (int)sizeof(_Py_CODEUNIT));
+    }
+    return line;
 }
 
 /* The frame object of `caller` (the frame that was running when the hook

@@ -339,6 +339,38 @@ pyframe_set_local(_PyInterpreterFrame *frame, PyObject *name, PyObject *value)
     return 0;
 }
 
+PyObject *
+pyframe_frame_closure(_PyInterpreterFrame *frame)
+{
+    PyCodeObject *code = compat_frame_code(frame);   /* Borrowed. */
+    PyObject *func = compat_frame_function(frame);   /* Borrowed. */
+    PyObject *cells = NULL;                          /* Owned. */
+    int first_free = code->co_nlocalsplus - code->co_nfreevars;
+
+    /* The function's closure tuple is what COPY_FREE_VARS will copy from:
+     * hand out that very tuple, so the cells are the function's own. */
+    if (func != NULL && PyFunction_Check(func)) {
+        PyObject *closure = ((PyFunctionObject *)func)->func_closure;
+        if (closure != NULL && PyTuple_GET_SIZE(closure) == code->co_nfreevars) {
+            return Py_NewRef(closure);
+        }
+    }
+    cells = PyTuple_New(code->co_nfreevars);
+    for (int i = 0; cells != NULL && i < code->co_nfreevars; i++) {
+        PyObject *cell = closure_cell(frame, code, first_free + i);
+        if (cell == NULL) {
+            /* No function carries a closure for it: nothing to hand out. */
+            Py_DECREF(cells);
+            PyErr_Format(PyExc_RuntimeError, "pyframe: the frame of %R has no cell for its "
+                         "free variable %R", code,
+                         PyTuple_GET_ITEM(code->co_localsplusnames, first_free + i));
+            return NULL;
+        }
+        PyTuple_SET_ITEM(cells, i, Py_NewRef(cell));
+    }
+    return cells;
+}
+
 /* ---- building a replacement frame's localsplus --------------------------- */
 
 #define GENERATOR_KINDS (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE)

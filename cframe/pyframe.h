@@ -18,7 +18,13 @@ enum pyframe_action {
     PYFRAME_SKIP_RECURSIVE = 2,  /* run it and all it calls without asking */
     PYFRAME_REPLACE = 3,         /* run *code instead, this time */
     PYFRAME_CACHE = 4,           /* run *code instead and cache it behind *guard */
+    PYFRAME_RUN_ONLY = 5,        /* run it; from now on run cached entries only */
+    PYFRAME_RUN_ONLY_RECURSIVE = 6,  /* ... and so for all it calls */
 };
+
+/* One client's decisions and cached entries: the C side of a pyframe.Cache
+ * (cache.c). */
+typedef struct pyframe_owner pyframe_owner;
 
 /* The part of a pyframe.Frame the hook fills in before the callback runs
  * and empties when it returns. */
@@ -29,12 +35,18 @@ typedef struct {
     PyThreadState *tstate;                /* Borrowed: the frame's thread. */
 } pyframe_frame_ref;
 
-/* Maps a callback result other than None, pyframe.SKIP, pyframe.SKIP_RECURSIVE
- * and a code object to an action: PYFRAME_CACHE for a pyframe.Compiled, with
- * *code and *guard (new references; *guard NULL for "always"), else
- * PYFRAME_ERROR with a TypeError that names `callback`. */
+/* Maps a callback result other than None, the decision sentinels and a code
+ * object to an action: PYFRAME_CACHE for a pyframe.Compiled, with *code,
+ * *guard and *depends (new references; *guard NULL for "always", *depends a
+ * tuple of objects or NULL), else PYFRAME_ERROR with a TypeError that names
+ * `callback`. */
 typedef int (*pyframe_classify_fn)(PyObject *callback, PyObject *result,
-                                   PyObject **code, PyObject **guard);
+                                   PyObject **code, PyObject **guard, PyObject **depends);
+
+/* Tells an owner an entry was dropped: `record` is (pyframe.Cache, original
+ * code, replacement code, guard or None, reason).  Returns a new reference,
+ * NULL with an exception set (which the caller reports as unraisable). */
+typedef PyObject *(*pyframe_notify_fn)(PyObject *record);
 
 /* What the Cython layer, which owns pyframe's Python types, tells the hook
  * at import.  The hook keeps references to the objects. */
@@ -43,25 +55,39 @@ typedef struct {
     Py_ssize_t frame_ref_offset;     /* where a Frame object holds its pyframe_frame_ref */
     PyObject *skip;                  /* pyframe.SKIP */
     PyObject *skip_recursive;        /* pyframe.SKIP_RECURSIVE */
+    PyObject *run_only;              /* pyframe.RUN_ONLY */
+    PyObject *run_only_recursive;    /* pyframe.RUN_ONLY_RECURSIVE */
     pyframe_classify_fn classify_other;
+    pyframe_notify_fn notify_dropped;
 } pyframe_layer;
 
 /* eval_frame.c: the hook, per-thread callbacks and per-code decisions. */
 int pyframe_hook_init(const pyframe_layer *layer);
 PyObject *pyframe_thread_get_callback(void);                /* Borrowed, or NULL. */
-PyObject *pyframe_thread_set_callback(PyObject *callback);  /* New: previous or None. */
+/* Installs `callback` (NULL: none; with `cache` NULL too: nothing at all)
+ * with `cache`, a pyframe.Cache, as the owner of its decisions and entries;
+ * `run_only`: no callback, cached entries only.  Returns the previous
+ * installation as (callback or None, cache or None, run_only), new. */
+PyObject *pyframe_thread_install(PyObject *callback, PyObject *cache, pyframe_owner *owner,
+                                 int run_only);
 int pyframe_hook_installed(void);
-int pyframe_reset_code(PyObject *code);
-int pyframe_reset_all(void);
+
+/* cache.c: owners, and their decisions and entries on code objects.  An
+ * `owner` argument of NULL means every owner. */
+pyframe_owner *pyframe_owner_new(PyObject *self, int limit);  /* NULL with MemoryError */
+void pyframe_owner_free(pyframe_owner *owner);   /* drops its entries, untold */
+int pyframe_reset_code(PyObject *code, pyframe_owner *owner);
+int pyframe_reset_all(pyframe_owner *owner);
 int pyframe_set_cache_limit(int limit);
 int pyframe_get_cache_limit(void);
-PyObject *pyframe_cache_entries(PyObject *code);                    /* New. */
+PyObject *pyframe_cache_entries(PyObject *code, pyframe_owner *owner);   /* New. */
 
 /* eval_frame.c: reading the frame the callback is handed. */
 PyObject *pyframe_frame_code(struct _PyInterpreterFrame *frame);      /* Borrowed. */
 PyObject *pyframe_frame_globals(struct _PyInterpreterFrame *frame);   /* Borrowed. */
 PyObject *pyframe_frame_builtins(struct _PyInterpreterFrame *frame);  /* Borrowed. */
 int pyframe_frame_lasti(struct _PyInterpreterFrame *frame);
+int pyframe_frame_lineno(struct _PyInterpreterFrame *frame);          /* -1: none */
 PyObject *pyframe_frame_back(PyThreadState *tstate,
                              struct _PyInterpreterFrame *caller);     /* New. */
 
@@ -83,6 +109,9 @@ PyObject *pyframe_localsplus(struct _PyInterpreterFrame *frame,
                              PyObject *unbound);                      /* New. */
 int pyframe_set_local(struct _PyInterpreterFrame *frame, PyObject *name,
                       PyObject *value);
+/* The cells the frame's free variables will be bound to, in co_freevars
+ * order: the function's own closure tuple when it is that.  New. */
+PyObject *pyframe_frame_closure(struct _PyInterpreterFrame *frame);
 
 /* localsplus.c: building a replacement frame in place of one that has not
  * started (used by eval_frame.c only; the code types are CPython's). */

@@ -13,9 +13,12 @@ if _reason is not None:
 del _reason, _unsupported_reason
 
 from ._cframe import (  # noqa: E402
+    RUN_ONLY,
+    RUN_ONLY_RECURSIVE,
     SKIP,
     SKIP_RECURSIVE,
     UNBOUND,
+    Cache,
     Compiled,
     Frame,
     cache_entries,
@@ -24,14 +27,18 @@ from ._cframe import (  # noqa: E402
     get_callback,
     hook_installed,
     reset,
+    run_only,
     set_cache_limit,
     set_callback,
 )
 
 __all__ = [
+    "RUN_ONLY",
+    "RUN_ONLY_RECURSIVE",
     "SKIP",
     "SKIP_RECURSIVE",
     "UNBOUND",
+    "Cache",
     "Compiled",
     "Frame",
     "cache_entries",
@@ -40,6 +47,7 @@ __all__ = [
     "get_callback",
     "hook_installed",
     "reset",
+    "run_only",
     "set_cache_limit",
     "set_callback",
 ]

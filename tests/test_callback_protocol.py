@@ -260,7 +260,10 @@ def test_skip_recursive_runs_the_whole_call_tree_without_callbacks():
     with pyframe.callback(callback):
         calls_add(1)
         add(1, 2)
-        calls_add(2)
+        calls_add(2)  # remembered: not asked again, nor about what it calls
+        assert names == ["calls_add", "add"]
+        pyframe.reset(calls_add.__code__)
+        calls_add(3)
     assert names == ["calls_add", "add", "calls_add"]
 
 
@@ -429,3 +432,90 @@ def test_exception_inside_with_block_of_generator_function_call():
             with pytest.raises(Boom):
                 gen(value)
     assert sys.getrefcount(value) == before
+
+
+# ---- closure cells and the starting line ------------------------------------------
+
+
+def make_counter():
+    count = 0
+    step = 1
+
+    def counter():
+        nonlocal count
+        count += step
+        return count
+
+    return counter
+
+
+def test_closure_is_the_functions_own_cells_in_freevars_order():
+    counter = make_counter()
+    seen = {}
+
+    def callback(frame):
+        if frame.f_code is counter.__code__:
+            seen["closure"] = frame.closure
+        elif frame.f_code is add.__code__:
+            seen["none"] = frame.closure
+
+    with pyframe.callback(callback):
+        assert counter() == 1
+        add(1, 2)
+    assert seen["closure"] is counter.__closure__
+    assert counter.__code__.co_freevars == ("count", "step")
+    assert [cell.cell_contents for cell in seen["closure"]] == [1, 1]
+    assert seen["none"] == ()
+
+
+def test_a_callback_writing_a_cell_is_seen_by_the_frame():
+    counter = make_counter()
+
+    def callback(frame):
+        if frame.f_code is counter.__code__:
+            count_cell, step_cell = frame.closure
+            step_cell.cell_contents = 10
+
+    with pyframe.callback(callback):
+        assert counter() == 10
+    assert counter() == 20
+
+
+def test_f_lineno_is_the_line_the_frame_starts_at():
+    """Against CPython: the frame's f_lineno at its PY_START event, for
+    code whose prologue has cells, free variables, a generator's setup."""
+    counter = make_counter()
+
+    def gen():
+        yield 1
+
+    namespace = {}
+    module = compile("x = 1\n\n\ny = 2\n", "<lines>", "exec")
+    codes = {counter.__code__, make_counter.__code__, gen.__code__, module, add.__code__}
+    got, want = {}, {}
+
+    def callback(frame):
+        if frame.f_code in codes:
+            got.setdefault(frame.f_code, frame.f_lineno)
+
+    def on_start(code, offset):
+        if code in codes:
+            want.setdefault(code, sys._getframe(1).f_lineno)
+
+    tool = sys.monitoring.PROFILER_ID
+    sys.monitoring.use_tool_id(tool, "pyframe-test")
+    try:
+        sys.monitoring.register_callback(tool, sys.monitoring.events.PY_START, on_start)
+        sys.monitoring.set_events(tool, sys.monitoring.events.PY_START)
+        with pyframe.callback(callback):
+            counter()
+            make_counter()
+            list(gen())
+            exec(module, namespace)
+            add(1, 2)
+    finally:
+        sys.monitoring.set_events(tool, 0)
+        sys.monitoring.register_callback(tool, sys.monitoring.events.PY_START, None)
+        sys.monitoring.free_tool_id(tool)
+    assert set(got) == codes
+    assert got == want

@@ -285,7 +285,8 @@ def test_guard_failures_propagate_and_leave_the_cache_usable(expected, bad_bool)
             raise expected()
         return True
 
-    with pyframe.callback(guarded_callback(guard)):
+    callback = guarded_callback(guard)  # kept alive: its cache holds the entry
+    with pyframe.callback(callback):
         assert guarded(value) is value  # the callback caches the entry
         failing[0] = True
         for _ in range(3):
@@ -584,6 +585,11 @@ def make_temporary_function():
     return namespace["temporary"]
 
 
+# Entries die with the cache that made them: cache_on's outlive its callback
+# in this one, until the fixture's pyframe.reset().
+CACHE_ON = pyframe.Cache()
+
+
 def cache_on(function, guard=None):
     """Cache a replacement for `function` (run it once under a callback);
     return weakrefs to the replacement and the guard."""
@@ -591,7 +597,8 @@ def cache_on(function, guard=None):
     with pyframe.callback(
         lambda frame: (
             pyframe.Compiled(replacement, guard) if frame.f_code is function.__code__ else None
-        )
+        ),
+        cache=CACHE_ON,
     ):
         function(1)
     return weakref.ref(replacement), (weakref.ref(guard) if guard else None)

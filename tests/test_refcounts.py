@@ -253,3 +253,103 @@ def test_abandoned_frames_at_data_stack_chunk_boundaries():
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "ok"
+
+
+# ---- the paths a JIT uses: caches, remembered decisions, run-only -----------------
+
+
+class Token:
+    """Something an entry can depend on."""
+
+
+def jit_workload(mode):
+    """(callback, cache, call) for one JIT path; `call` runs one warm call
+    the way a framework does: installing the callback around it."""
+    cache = pyframe.Cache(limit=4)
+    replacement = target.__code__.replace()
+    token = [Token()]
+
+    def decide(frame):
+        if frame.f_code is not target.__code__:
+            return None
+        if mode == "skip-recursive":
+            return pyframe.SKIP_RECURSIVE
+        if mode == "run-only-recursive":
+            return pyframe.RUN_ONLY_RECURSIVE
+        if mode == "original":
+            return pyframe.Compiled(frame.f_code, lambda f_locals: True)
+        if mode == "depends-on":
+            # A new token each time: the old one dies, its entry with it.
+            token[0] = Token()
+            return pyframe.Compiled(replacement, depends_on=(token[0],))
+        return pyframe.Compiled(replacement, lambda f_locals: f_locals["a"] is not None)
+
+    def call(a, b, extra, kw):
+        if mode == "run-only":
+            with pyframe.run_only(cache):
+                target(a, b, extra, key=kw)
+                target(None, b, extra, key=kw)  # a miss
+        elif mode == "depends-on":
+            with pyframe.callback(decide, cache=cache):
+                target(a, b, extra, key=kw)
+            token[0] = None
+        else:
+            with pyframe.callback(decide, cache=cache):
+                target(a, b, extra, key=kw)
+
+    if mode == "run-only":
+        with pyframe.callback(decide, cache=cache):
+            target(1, 2)  # caches the entry run-only mode runs
+    return decide, cache, call
+
+
+JIT_MODES = ["cached", "original", "skip-recursive", "run-only-recursive", "run-only", "depends-on"]
+
+
+@pytest.mark.parametrize("mode", JIT_MODES)
+def test_refcounts_and_memory_flat_on_the_jit_paths(mode):
+    a, b, extra, kw = object(), object(), object(), object()
+    callback, cache, call = jit_workload(mode)
+    for _ in range(100):  # warm up
+        call(a, b, extra, kw)
+    gc.collect()
+    tracked = (target.__code__, a, b, extra, kw, callback, cache)
+    before = [sys.getrefcount(x) for x in tracked]
+    tracemalloc.start()
+    try:
+        for _ in range(CALLS):
+            call(a, b, extra, kw)
+        gc.collect()
+        first, _ = tracemalloc.get_traced_memory()
+        for _ in range(CALLS):
+            call(a, b, extra, kw)
+        gc.collect()
+        second, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert [sys.getrefcount(x) for x in tracked] == before
+    assert second - first < 16 * 1024, f"traced memory grew by {second - first} bytes"
+
+
+def test_installing_many_callbacks_keeps_nothing_of_the_dead_ones():
+    def make():
+        return lambda frame: pyframe.SKIP
+
+    def install_and_drop(n):
+        for _ in range(n):
+            with pyframe.callback(make()):
+                target(1, 2)
+
+    install_and_drop(100)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        install_and_drop(CALLS)
+        gc.collect()
+        first, _ = tracemalloc.get_traced_memory()
+        install_and_drop(CALLS)
+        gc.collect()
+        second, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert second - first < 16 * 1024, f"traced memory grew by {second - first} bytes"

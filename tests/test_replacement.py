@@ -429,6 +429,7 @@ def test_most_recently_used_first_and_least_recently_used_dropped():
     versions = [with_const(scaled.__code__, 1, k) for k in (2, 3, 4)]
     previous = pyframe.get_cache_limit()
     pyframe.set_cache_limit(2)
+    shared = pyframe.Cache()  # one owner for the three callbacks
     try:
         for version in versions:
             guard_value = version.co_consts[-1]
@@ -436,7 +437,7 @@ def test_most_recently_used_first_and_least_recently_used_dropped():
             def callback(frame, version=version):
                 return pyframe.Compiled(version, lambda f: False)
 
-            with pyframe.callback(callback):
+            with pyframe.callback(callback, cache=shared):
                 assert scaled(1) == guard_value
         codes = [code for code, _, _ in pyframe.cache_entries(scaled.__code__)]
         assert codes == [versions[2], versions[1]]
