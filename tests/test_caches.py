@@ -8,6 +8,7 @@ import sys
 import weakref
 
 import pytest
+from conftest import with_const
 
 import pyframe
 
@@ -75,7 +76,7 @@ def test_a_bound_method_installed_again_is_the_same_callback():
 
 def test_a_callback_and_its_cache_die_together():
     leaf = fresh(LEAF, "leaf")
-    replacement = leaf.__code__.replace(co_consts=(None, 100))
+    replacement = with_const(leaf.__code__, 1, 100)
     alive = weakref.ref(replacement)
     callback = caching(replacement)
     with pyframe.callback(callback):
@@ -110,8 +111,8 @@ def test_skip_recursive_is_remembered_for_the_whole_call_tree():
 
 def test_two_clients_never_run_each_others_entries():
     leaf = fresh(LEAF, "leaf")
-    tens = leaf.__code__.replace(co_consts=(None, 10))
-    hundreds = leaf.__code__.replace(co_consts=(None, 100))
+    tens = with_const(leaf.__code__, 1, 10)
+    hundreds = with_const(leaf.__code__, 1, 100)
     first, second = pyframe.Cache(), pyframe.Cache()
     asked = []
 
@@ -146,7 +147,7 @@ def test_two_clients_never_run_each_others_entries():
 def test_a_cache_limit_counts_one_owners_entries():
     leaf = fresh(LEAF, "leaf")
     small, big = pyframe.Cache(limit=1), pyframe.Cache(limit=3)
-    versions = [leaf.__code__.replace(co_consts=(None, k)) for k in range(4)]
+    versions = [with_const(leaf.__code__, 1, k) for k in range(4)]
 
     def caching(frame):
         return pyframe.Compiled(versions[frame.f_locals["x"]], guard=lambda f: False)
@@ -180,7 +181,7 @@ def test_a_freed_cache_takes_its_entries_and_decisions_with_it():
 
 def test_run_only_runs_cached_entries_and_never_asks():
     leaf = fresh(LEAF, "leaf")
-    faster = leaf.__code__.replace(co_consts=(None, 1000))
+    faster = with_const(leaf.__code__, 1, 1000)
     cache = pyframe.Cache()
     compiler = Recorder(lambda frame: pyframe.Compiled(faster, lambda f: f["x"] < 10))
     with pyframe.callback(compiler, cache=cache):
@@ -196,7 +197,7 @@ def test_run_only_runs_cached_entries_and_never_asks():
 
 def test_run_only_decision_for_one_code_object():
     leaf = fresh(LEAF, "leaf")
-    faster = leaf.__code__.replace(co_consts=(None, 1000))
+    faster = with_const(leaf.__code__, 1, 1000)
 
     def decide(frame):
         x = frame.f_locals["x"]
@@ -213,7 +214,7 @@ def test_run_only_recursive_covers_what_the_frame_calls():
     namespace = {}
     exec(TREE, namespace)
     root, leaf = namespace["root"], namespace["leaf"]
-    fast_leaf = leaf.__code__.replace(co_consts=(None, 1000))
+    fast_leaf = with_const(leaf.__code__, 1, 1000)
     state = {"limit": False}
 
     def decide(frame):
@@ -240,7 +241,7 @@ class Model:
 
 def test_an_entry_goes_when_an_object_it_depends_on_dies():
     leaf = fresh(LEAF, "leaf")
-    faster = leaf.__code__.replace(co_consts=(None, 1000))
+    faster = with_const(leaf.__code__, 1, 1000)
     model = Model()
     dropped = []
     cache = pyframe.Cache(on_drop=lambda *args: dropped.append(args))
@@ -259,7 +260,7 @@ def test_an_entry_goes_when_an_object_it_depends_on_dies():
 
 def test_owners_are_told_of_limit_and_reset_drops_not_of_their_own_death():
     leaf = fresh(LEAF, "leaf")
-    versions = [leaf.__code__.replace(co_consts=(None, k)) for k in range(3)]
+    versions = [with_const(leaf.__code__, 1, k) for k in range(3)]
     guard = lambda f: False  # noqa: E731
     dropped = []
     cache = pyframe.Cache(limit=2, on_drop=lambda *args: dropped.append(args))
