@@ -210,9 +210,7 @@ def test_a_hit_in_another_thread_during_a_guard_does_not_hide_a_cached_entry():
     """While thread A's guard runs (and lets go of the GIL), thread B's cache
     hit moves an entry to the front.  A must still find its own entry, not ask
     its callback again and cache a duplicate."""
-    replaced = {
-        who: with_const(picks.__code__, 0, who) for who in (1, 2, 3)
-    }
+    replaced = {who: with_const(picks.__code__, 0, who) for who in (1, 2, 3)}
     a_in_guard, b_done = threading.Event(), threading.Event()
     asked = []
 
