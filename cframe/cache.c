@@ -122,6 +122,8 @@ drop_batch_finish(drop_batch *batch)
 
 /* ---- per-code state ------------------------------------------------------ */
 
+uint64_t cache_states_freed;
+
 /* Called by CPython when the code object is freed.  No Python runs for the
  * owners here: the code is being deallocated. */
 static void
@@ -144,6 +146,7 @@ code_state_free(void *opaque)
     PyMem_RawFree(state->entries);
     PyMem_RawFree(state->decisions);
     PyMem_RawFree(state);
+    cache_states_freed++;
 }
 
 code_state *

@@ -89,6 +89,10 @@ cache_state_peek(PyCodeObject *code)
 
 code_state *cache_state_get_or_create(PyCodeObject *code);
 
+/* Counts the code states freed so far: a state pointer remembered together
+ * with this count is still valid while the count is unchanged. */
+extern uint64_t cache_states_freed;
+
 /* The owner's remembered decision about the code, or PYFRAME_RUN. */
 static inline int
 cache_decision_of(code_state *state, uint64_t serial)

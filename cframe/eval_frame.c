@@ -33,6 +33,12 @@ typedef struct {
     PyObject *lent_locals;    /* Owned or NULL: the dict lent to the running callback */
     PyObject *spare_locals;   /* Owned or NULL: a dict with its values dropped */
     PyObject *spare_view;     /* Owned or NULL: a pyframe.Frame no callback kept */
+    /* The last code whose state this thread looked up: recursion and loops
+     * call the same code again, and PyUnstable_Code_GetExtra costs as much as
+     * the rest of a SKIP.  Valid while cache_states_freed == last_freed. */
+    PyCodeObject *last_code;  /* Borrowed */
+    code_state *last_state;   /* Borrowed: last_code's */
+    uint64_t last_freed;
 } thread_hook;
 
 /* Thread-locals read on every frame: the initial-exec model makes each read
@@ -659,9 +665,10 @@ run_cached(PyThreadState *tstate, _PyInterpreterFrame *frame, thread_hook *threa
 
 /* A new frame of a thread with something installed: run it, skip it, or run
  * replacement code, as the owner's decisions and entries or the callback
- * decide. */
+ * decide.  `state` is the code's (cache_state_peek), or NULL. */
 static Py_NO_INLINE PyObject *
-intercept(PyThreadState *tstate, _PyInterpreterFrame *frame, thread_hook *thread)
+decide(PyThreadState *tstate, _PyInterpreterFrame *frame, thread_hook *thread,
+       code_state *state)
 {
     PyObject *cache = Py_NewRef(thread->cache);   /* Owned: keeps `owner` alive. */
     pyframe_owner *owner = thread->owner;          /* Borrowed from `cache`. */
@@ -670,12 +677,10 @@ intercept(PyThreadState *tstate, _PyInterpreterFrame *frame, thread_hook *thread
     PyObject *guard = NULL;              /* Owned. */
     PyObject *depends = NULL;            /* Owned. */
     drop_batch batch = DROP_BATCH_INIT;
-    code_state *state;
     int action, keeps_function = 0;
     int decision = PYFRAME_RUN;
     int run_only = thread->run_only || thread->run_only_depth > 0;
 
-    state = cache_state_peek(compat_frame_code(frame));
     if (state != NULL) {
         decision = cache_decision_of(state, owner->serial);
         if (decision == PYFRAME_SKIP || decision == PYFRAME_SKIP_RECURSIVE) {
@@ -769,10 +774,76 @@ error:
     return NULL;
 }
 
-/* The PEP 523 function.  Kept small, for the frames it only passes on:
- * resumptions (generator-owned frames), throws into generators, frames run
- * by callbacks and guards and inside trace/profile/monitoring callbacks, and
- * frames of threads without a callback run as they would without pyframe. */
+/* Runs the frame with the code state's most recently used entry, which has
+ * no guard.  Apart from intercept(), whose SKIP path then saves fewer
+ * registers. */
+static Py_NO_INLINE PyObject *
+run_first_entry(PyThreadState *tstate, _PyInterpreterFrame *frame, code_state *state)
+{
+    cache_entry *first = &state->entries[0];   /* Borrowed. */
+    first->hits++;
+    if (first->runs_original) {
+        return previous_eval(tstate, frame, 0);
+    }
+    return run_replacement(tstate, frame, Py_NewRef(first->code), first->keeps_function, 1);
+}
+
+/* decide() for the two outcomes that run no Python before the frame: the
+ * owner's remembered SKIP, and its most recently used entry when it has no
+ * guard.  Apart, so that these skip decide()'s set-up (the owner's cache is
+ * not referenced: nothing can free it before the frame runs). */
+static Py_NO_INLINE PyObject *
+intercept(PyThreadState *tstate, _PyInterpreterFrame *frame, thread_hook *thread)
+{
+    PyCodeObject *code = compat_frame_code(frame);   /* Borrowed. */
+    pyframe_owner *owner = thread->owner;             /* Borrowed. */
+    code_state *state;                                /* Borrowed. */
+
+    if (code == thread->last_code && thread->last_freed == cache_states_freed) {
+        state = thread->last_state;
+    }
+    else if ((state = cache_state_peek(code)) != NULL) {
+        thread->last_code = code;
+        thread->last_state = state;
+        thread->last_freed = cache_states_freed;
+    }
+
+    if (state != NULL) {
+        int decision = cache_decision_of(state, owner->serial);
+        if (decision == PYFRAME_SKIP) {
+            return previous_eval(tstate, frame, 0);
+        }
+        if (decision == PYFRAME_RUN && state->count > 0 && state->entries[0].owner == owner
+                && state->entries[0].guard == NULL) {
+            return run_first_entry(tstate, frame, state);
+        }
+    }
+    return decide(tstate, frame, thread, state);
+}
+
+/* What pyframe_eval_frame does with frames it does not intercept.  Out of
+ * line, so that the intercepting path needs no stack frame of its own. */
+static Py_NO_INLINE PyObject *
+pass_through(PyThreadState *tstate, _PyInterpreterFrame *frame, int throwflag)
+{
+    thread_hook *thread = this_thread;   /* Borrowed. */
+
+    if (thread != NULL && thread->probing) {
+        thread->probe_reached = 1;
+    }
+    if (threads_with_callback == 0) {
+        /* Another PEP 523 function that was installed over ours put ours
+         * back after the last callback was removed: step aside now. */
+        (void)sync_hook();
+    }
+    return previous_eval(tstate, frame, throwflag);
+}
+
+/* The PEP 523 function.  Kept small, without a stack frame of its own: it
+ * only chooses between intercept() and pass_through(), for the frames it
+ * passes on (resumptions, which generators own, throws into generators,
+ * frames run by callbacks and guards and inside trace/profile/monitoring
+ * callbacks, and frames of threads without a callback). */
 static PyObject *
 pyframe_eval_frame(PyThreadState *tstate, _PyInterpreterFrame *frame, int throwflag)
 {
@@ -783,15 +854,7 @@ pyframe_eval_frame(PyThreadState *tstate, _PyInterpreterFrame *frame, int throwf
             && compat_frame_not_started(frame)) {
         return intercept(tstate, frame, thread);
     }
-    if (thread != NULL && thread->probing) {
-        thread->probe_reached = 1;
-    }
-    if (threads_with_callback == 0) {
-        /* Another PEP 523 function that was installed over ours put ours
-         * back after the last callback was removed: step aside now. */
-        (void)sync_hook();
-    }
-    return previous_eval(tstate, frame, throwflag);
+    return pass_through(tstate, frame, throwflag);
 }
 
 int

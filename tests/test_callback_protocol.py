@@ -519,3 +519,34 @@ def test_f_lineno_is_the_line_the_frame_starts_at():
         sys.monitoring.free_tool_id(tool)
     assert set(got) == codes
     assert got == want
+
+
+def test_skip_of_a_freed_code_does_not_apply_to_new_code_at_its_address():
+    # The hook remembers the last code whose state it looked up; a code object
+    # allocated where a freed one was must be asked about afresh.
+    source = "def f():\n    return 1\n"
+    asked = []
+
+    def callback(frame):
+        if frame.f_code.co_name == "f":
+            asked.append(frame.f_code)
+            return pyframe.SKIP
+
+    cache = pyframe.Cache()
+    with pyframe.callback(callback, cache=cache):
+        namespace = {}
+        exec(source, namespace)
+        namespace["f"]()
+        namespace["f"]()  # skipped: the callback was asked once
+        assert len(asked) == 1
+        address = id(asked.pop())
+        namespace.clear()  # frees f and its code (and pyframe's state on it)
+        for _ in range(10_000):
+            namespace = {}
+            exec(source, namespace)
+            if id(namespace["f"].__code__) == address:
+                break
+        else:
+            pytest.fail("no new code object was allocated at the freed one's address")
+        namespace["f"]()
+    assert [id(code) for code in asked] == [address]
