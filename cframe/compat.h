@@ -15,12 +15,31 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-#if PY_VERSION_HEX < 0x030C0000 || PY_VERSION_HEX >= 0x03100000
-#  error "pyframe supports CPython 3.12 to 3.15 only"
+#if PY_VERSION_HEX < 0x030B0000 || PY_VERSION_HEX >= 0x03100000
+#  error "pyframe supports CPython 3.11 to 3.15 only"
 #endif
 #ifdef Py_GIL_DISABLED
-#  error "pyframe supports CPython 3.12 to 3.15 with the GIL only"
+#  error "pyframe supports CPython 3.11 to 3.15 with the GIL only"
 #endif
+
+/* CPython 3.12 changed what a PEP 523 function is handed and must do:
+ * - gh-96421 (a shim frame on entry to the interpreter): from 3.12 the
+ *   evaluator clears and pops the frame it was given when it returns.  On
+ *   3.11 the caller that pushed it (_PyEval_Vector) clears and pops it, at
+ *   its address, after the PEP 523 function returned, whether or not it ran:
+ *   see PYFRAME_CALLER_POPS_FRAME.
+ * - gh-96237: _PyInterpreterFrame.f_func (a function) became f_funcobj
+ *   (any object).
+ * - GH-93897: code objects gained co_framesize; 3.11 sizes a frame as
+ *   localsplus + value stack + FRAME_SPECIALS_SIZE.
+ * - PEP 709 (inlined comprehensions) added CO_FAST_HIDDEN slots; 3.11 runs
+ *   every comprehension in a frame of its own.
+ * - PEP 689 renamed the code-extra functions PyUnstable_*; 3.11 has the
+ *   underscore names.
+ * - dict watchers (gh-91052) are 3.12's; 3.11 has none.
+ * Remove the 3.11 branches when 3.11 support is dropped (October 2027). */
+#define PYFRAME_PY312 (PY_VERSION_HEX >= 0x030C0000)
+#define PYFRAME_CALLER_POPS_FRAME (!PYFRAME_PY312)
 
 /* CPython 3.13 changed the interpreter frame in ways that touch us:
  * - gh-105727: _PyInterpreterFrame.f_code became f_executable (still always a
@@ -54,6 +73,15 @@
 #endif
 #if PYFRAME_PY313
 #  include "internal/pycore_ceval.h"  // _PyEval_FrameClearAndPop
+#endif
+#if !PYFRAME_PY312
+#  include "internal/pycore_gc.h"     // _PyObject_GC_IS_TRACKED (3.12+ get it with pycore_dict.h)
+#endif
+
+#if !PYFRAME_PY312
+#  define PyUnstable_Code_GetExtra _PyCode_GetExtra
+#  define PyUnstable_Code_SetExtra _PyCode_SetExtra
+#  define PyUnstable_Eval_RequestCodeExtraIndex _PyEval_RequestCodeExtraIndex
 #endif
 
 /* ---- one reference held by the frame ------------------------------------ */
@@ -134,20 +162,54 @@ compat_frame_code(_PyInterpreterFrame *frame)
 #endif
 }
 
+/* How many words a frame running `code` takes on the data stack: its
+ * specials, localsplus and value stack. */
+static inline int
+compat_code_framesize(PyCodeObject *code)
+{
+#if PYFRAME_PY312
+    return code->co_framesize;
+#else
+    return code->co_nlocalsplus + code->co_stacksize + (int)FRAME_SPECIALS_SIZE;
+#endif
+}
+
+/* True for a PEP 709 inlined-comprehension slot (3.12+), which is not one
+ * of the frame's f_locals. */
+static inline int
+compat_kind_hidden(_PyLocals_Kind kind)
+{
+#if PYFRAME_PY312
+    return (kind & CO_FAST_HIDDEN) != 0;
+#else
+    return 0;
+#endif
+}
+
 /* The function object the frame runs (Borrowed; may be NULL or not a
  * function for frames CPython makes itself). */
 static inline PyObject *
 compat_frame_function(_PyInterpreterFrame *frame)
 {
+#if PYFRAME_PY312
     return compat_ref_borrow(frame->f_funcobj);
+#else
+    return (PyObject *)frame->f_func;
+#endif
 }
 
 /* Gives the frame `func` (stolen) to run; returns the function it had (owned). */
 static inline PyObject *
 compat_frame_swap_function(_PyInterpreterFrame *frame, PyObject *func)
 {
+#if PYFRAME_PY312
     PyObject *previous = compat_ref_take(frame->f_funcobj);
     frame->f_funcobj = compat_ref_steal(func);
+#else
+    PyObject *previous = (PyObject *)frame->f_func;
+    assert(func == NULL || PyFunction_Check(func));   /* 3.11 frames run functions */
+    frame->f_func = (PyFunctionObject *)func;
+#endif
     return previous;
 }
 
@@ -210,6 +272,22 @@ compat_current_frame(PyThreadState *tstate)
 #endif
 }
 
+/* The first frame from `frame` back that has run its prologue (the one a
+ * frame object may be made for); NULL if none.  3.12 has this as
+ * _PyFrame_GetFirstComplete; 3.11 has only the test it repeats. */
+static inline _PyInterpreterFrame *
+compat_first_complete_frame(_PyInterpreterFrame *frame)
+{
+#if PYFRAME_PY312
+    return _PyFrame_GetFirstComplete(frame);
+#else
+    while (frame != NULL && _PyFrame_IsIncomplete(frame)) {
+        frame = frame->previous;
+    }
+    return frame;
+#endif
+}
+
 /* The offset in bytes CPython's frame.f_lasti would report: -1 on 3.12 for a
  * frame that has not started, 0 on 3.13. */
 static inline int
@@ -259,6 +337,10 @@ compat_frame_swap_code(_PyInterpreterFrame *frame, PyCodeObject *code)
 static inline int
 compat_dict_watched(PyDictObject *dict)
 {
+#if !PYFRAME_PY312
+    (void)dict;
+    return 0;   /* 3.11 has no dict watchers */
+#else
 #if PYFRAME_PY314
     /* PEP 699: 3.14 removed ma_version_tag; the watcher bits stayed, in
      * _ma_watcher_tag. */
@@ -270,6 +352,7 @@ compat_dict_watched(PyDictObject *dict)
     return (tag & DICT_WATCHER_AND_MODIFICATION_MASK) != 0;
 #else
     return (tag & DICT_VERSION_MASK) != 0;
+#endif
 #endif
 }
 

@@ -54,7 +54,7 @@ fill_fast_locals(_PyInterpreterFrame *frame, PyCodeObject *code, PyObject *local
 {
     for (int i = 0; i < code->co_nlocalsplus; i++) {
         /* PEP 709 inlined-comprehension variables are not f_locals. */
-        if (_PyLocals_GetKind(code->co_localspluskinds, i) & CO_FAST_HIDDEN) {
+        if (compat_kind_hidden(_PyLocals_GetKind(code->co_localspluskinds, i))) {
             continue;
         }
         PyObject *value = entry_value(frame, code, i);   /* Borrowed. */
@@ -106,7 +106,7 @@ refill_in_place(_PyInterpreterFrame *frame, PyCodeObject *code, PyObject *spare)
     }
     used = ((PyDictObject *)spare)->ma_used;
     for (int i = 0; i < code->co_nlocalsplus; i++) {
-        if (_PyLocals_GetKind(code->co_localspluskinds, i) & CO_FAST_HIDDEN) {
+        if (compat_kind_hidden(_PyLocals_GetKind(code->co_localspluskinds, i))) {
             continue;
         }
         PyObject *value = entry_value(frame, code, i);   /* Borrowed. */
@@ -236,7 +236,7 @@ kind_name(_PyLocals_Kind kind)
 {
     static const char *const texts[5] = {"local", "cell", "local+cell", "free", "hidden"};
     int which;
-    if (kind & CO_FAST_HIDDEN) {
+    if (compat_kind_hidden(kind)) {
         which = KIND_HIDDEN;
     }
     else if (kind & CO_FAST_FREE) {
@@ -328,7 +328,7 @@ pyframe_set_local(_PyInterpreterFrame *frame, PyObject *name, PyObject *value)
                      name, code);
         return -1;
     }
-    if (kind & CO_FAST_HIDDEN) {
+    if (compat_kind_hidden(kind)) {
         PyErr_Format(PyExc_ValueError,
                      "cannot set %R: it is a hidden comprehension variable of %R",
                      name, code);
