@@ -1,6 +1,6 @@
 """pyframe: see, skip or replace every Python frame before it runs.
 
-pyframe installs a PEP 523 frame evaluation function on CPython 3.12 to 3.15
+pyframe installs a PEP 523 frame evaluation function on CPython 3.11 to 3.15
 and hands each new frame of a thread to that thread's callback, with the
 frame's entry locals built by pyframe itself.
 """

@@ -165,7 +165,7 @@ cdef class Frame:
 
     @property
     def f_lasti(self):
-        """What CPython's frame.f_lasti would say: -1 on 3.12, 0 from 3.13 on."""
+        """What CPython's frame.f_lasti would say: -1 on 3.11 and 3.12, 0 from 3.13 on."""
         return pyframe_frame_lasti(self._live())
 
     @property

@@ -6,10 +6,10 @@ This module imports nothing and is read by ``setup.py`` too, so the build and
 
 import sys
 
-SUPPORTED = ((3, 12), (3, 13), (3, 14), (3, 15))
+SUPPORTED = ((3, 11), (3, 12), (3, 13), (3, 14), (3, 15))
 
 UNSUPPORTED_MESSAGE = (
-    "pyframe supports CPython 3.12 to 3.15 (with the GIL) only; this is {impl} {version}"
+    "pyframe supports CPython 3.11 to 3.15 (with the GIL) only; this is {impl} {version}"
 )
 
 

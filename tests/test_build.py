@@ -14,7 +14,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def other_python():
     """A CPython that pyframe does not support, if this machine has one."""
-    for version in ("3.10", "3.11"):
+    for version in ("3.10", "3.9"):
         result = subprocess.run(
             [os.path.join(ROOT, "tools", "find-python"), version],
             capture_output=True,
@@ -37,7 +37,7 @@ def test_import_on_unsupported_interpreter_is_an_import_error_with_the_message()
         [python, "-c", "import pyframe"], capture_output=True, text=True, env=env, cwd="/"
     )
     assert result.returncode == 1
-    assert "ImportError: pyframe supports CPython 3.12 to 3.15" in result.stderr
+    assert "ImportError: pyframe supports CPython 3.11 to 3.15" in result.stderr
     assert "Segmentation" not in result.stderr
 
 
@@ -47,15 +47,15 @@ def test_build_on_unsupported_interpreter_refuses_with_the_message():
         [python, "setup.py", "--name"], capture_output=True, text=True, cwd=ROOT
     )
     assert result.returncode != 0
-    assert "pyframe supports CPython 3.12 to 3.15" in result.stderr
+    assert "pyframe supports CPython 3.11 to 3.15" in result.stderr
 
 
 def test_message_names_the_interpreter(monkeypatch):
-    monkeypatch.setattr(sys, "version_info", (3, 11, 9, "final", 0))
+    monkeypatch.setattr(sys, "version_info", (3, 10, 13, "final", 0))
     reason = _support.unsupported_reason()
     assert (
         reason
-        == "pyframe supports CPython 3.12 to 3.15 (with the GIL) only; this is cpython 3.11.9"
+        == "pyframe supports CPython 3.11 to 3.15 (with the GIL) only; this is cpython 3.10.13"
     )
 
 
