@@ -344,7 +344,10 @@ class _ShortRepr(reprlib.Repr):
         return text if len(text) <= self.maxother else text[: self.maxother - 3] + "..."
 
 
-_short_repr = _ShortRepr(maxstring=VALUE_WIDTH, maxother=VALUE_WIDTH, maxlevel=3)
+_short_repr = _ShortRepr()
+# Attributes, not keyword arguments: Repr() takes those from 3.12 on.
+_short_repr.maxstring = _short_repr.maxother = VALUE_WIDTH
+_short_repr.maxlevel = 3
 
 
 def safe_repr(value: object) -> str:
