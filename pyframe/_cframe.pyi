@@ -2,7 +2,7 @@
 
 from collections.abc import Callable, Iterable, Mapping
 from types import CellType, CodeType, FrameType, TracebackType
-from typing import Any, Final, Literal, final
+from typing import Any, Final, Literal, TypeAlias, final
 
 @final
 class _Sentinel:
@@ -15,8 +15,9 @@ RUN_ONLY: Final[_Sentinel]
 RUN_ONLY_RECURSIVE: Final[_Sentinel]
 UNBOUND: Final[_Sentinel]
 
-type SlotKind = Literal["local", "cell", "local+cell", "free", "hidden"]
-type Guard = Callable[[Mapping[str, Any]], object]
+# TypeAlias rather than PEP 695's `type` statement, which 3.11 cannot parse.
+SlotKind: TypeAlias = Literal["local", "cell", "local+cell", "free", "hidden"]
+Guard: TypeAlias = Callable[[Mapping[str, Any]], object]
 
 @final
 class Frame:
@@ -58,8 +59,8 @@ class Compiled:
     @property
     def depends_on(self) -> tuple[object, ...]: ...
 
-type DropReason = Literal["limit", "invalidated", "reset"]
-type OnDrop = Callable[[CodeType, CodeType, Guard | None, DropReason], object]
+DropReason: TypeAlias = Literal["limit", "invalidated", "reset"]
+OnDrop: TypeAlias = Callable[[CodeType, CodeType, Guard | None, DropReason], object]
 
 @final
 class Cache:
@@ -71,8 +72,8 @@ class Cache:
     @property
     def on_drop(self) -> OnDrop | None: ...
 
-type CallbackResult = None | _Sentinel | CodeType | Compiled
-type Callback = Callable[[Frame], CallbackResult]
+CallbackResult: TypeAlias = None | _Sentinel | CodeType | Compiled
+Callback: TypeAlias = Callable[[Frame], CallbackResult]
 
 def get_callback() -> Callback | None: ...
 def set_callback(callback: Callback | None, *, cache: Cache | None = None) -> Callback | None: ...
