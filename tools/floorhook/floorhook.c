@@ -32,8 +32,8 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-#if PY_VERSION_HEX < 0x030C0000 || PY_VERSION_HEX >= 0x03100000
-#  error "floorhook is written against CPython 3.12 to 3.15"
+#if PY_VERSION_HEX < 0x030B0000 || PY_VERSION_HEX >= 0x03100000
+#  error "floorhook is written against CPython 3.11 to 3.15"
 #endif
 
 /* Internal headers are usable only with Py_BUILD_CORE. */
