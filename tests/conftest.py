@@ -1,5 +1,6 @@
 """Shared test helpers.  Version flags mirror cframe/compat.h's PYFRAME_PY31X."""
 
+import contextlib
 import dis
 import inspect
 import sys
@@ -11,8 +12,18 @@ import pytest
 
 import pyframe
 
+# CPython 3.12 changed what a PEP 523 function must do (cframe/compat.h,
+# PYFRAME_PY312): gh-96421 made the evaluator clear and pop the frame it is
+# handed; on 3.11 the caller that pushed it does (PYFRAME_CALLER_POPS_FRAME).
+# 3.11 also has no sys.monitoring (PEP 669, 3.12): its entry-locals oracle is
+# sys.settrace's 'call' event (record_entries below).
+PY312 = sys.version_info >= (3, 12)
+CALLER_POPS_FRAME = not PY312
 PY313 = sys.version_info >= (3, 13)
 PY314 = sys.version_info >= (3, 14)
+
+# Modules in syntax 3.11 cannot parse: a skip marker would come too late.
+collect_ignore = [] if PY312 else ["test_entry_locals_pep695.py"]
 
 # CPython 3.14 loads the ints 0-255 with LOAD_SMALL_INT (gh-125837): they are
 # no longer in co_consts.
@@ -102,9 +113,73 @@ def _free_tool_id():
     pytest.skip("no free sys.monitoring tool id")
 
 
+@contextlib.contextmanager
+def monitoring(callbacks):
+    """Registers sys.monitoring callbacks ({"PY_START": function, ...}) under
+    a free tool id and turns their events on for the block; yields True.
+    3.11 has no sys.monitoring (PEP 669 is 3.12's): the block runs without
+    it and this yields False, for tests to check what it saw only then."""
+    if not PY312:
+        yield False
+        return
+    tool = _free_tool_id()
+    events = sys.monitoring.events
+    sys.monitoring.use_tool_id(tool, "pyframe-tests")
+    try:
+        wanted = 0
+        for name, function in callbacks.items():
+            sys.monitoring.register_callback(tool, getattr(events, name), function)
+            wanted |= getattr(events, name)
+        sys.monitoring.set_events(tool, wanted)
+        try:
+            yield True
+        finally:
+            sys.monitoring.set_events(tool, 0)
+    finally:
+        for name in callbacks:
+            sys.monitoring.register_callback(tool, getattr(events, name), None)
+        sys.monitoring.free_tool_id(tool)
+
+
+def _settrace_call_at_start(record):
+    """A sys.settrace function for 3.11, which has no sys.monitoring: it calls
+    record(code, frame) at the 'call' event of the RESUME that starts a frame
+    (oparg & 3 == 0; 1-3 resume a frame after a yield or an await, or throw
+    into it, and fire 'call' too).  MAKE_CELL and COPY_FREE_VARS run before
+    that RESUME as before 3.12's PY_START, so f_locals there is the same."""
+    resume = dis.opmap["RESUME"]
+
+    def on_call(frame, event, arg):
+        if event == "call":
+            raw = frame.f_code.co_code
+            lasti = frame.f_lasti
+            if raw[lasti] == resume and raw[lasti + 1] & 3 == 0:
+                record(frame.f_code, frame)
+        return None  # no line events
+
+    return on_call
+
+
+# Set by record_entries_traced(): the 3.11 oracle on any version.
+_use_settrace = [False]
+
+
+def record_entries_traced(func, *args, **kwargs):
+    """record_entries() with 3.11's oracle (sys.settrace 'call' at the RESUME
+    that starts a frame) on every version, so that 3.12+ can show it agrees
+    with PY_START."""
+    _use_settrace[0] = True
+    try:
+        return record_entries(func, *args, **kwargs)
+    finally:
+        _use_settrace[0] = False
+
+
 def record_entries(func, *args, **kwargs):
-    """Run func(*args, **kwargs) with a pyframe callback and a sys.monitoring
-    PY_START callback both active; return (result, [EntryPair]).
+    """Run func(*args, **kwargs) with a pyframe callback and CPython's own
+    view of each frame's first traced line both active (a sys.monitoring
+    PY_START callback; on 3.11 a sys.settrace 'call' event at the RESUME
+    that starts the frame); return (result, [EntryPair]).
 
     Frames are paired per code object, in the order each recorder met them:
     pyframe sees a frame when it is pushed, PY_START fires when its RESUME
@@ -131,27 +206,42 @@ def record_entries(func, *args, **kwargs):
         )
         inside[0] = False
 
-    def on_start(code, offset):
+    def on_start(code, frame):
         # on_frame's own frame starts before it can raise the flag.
         if inside[0] or code is own_code:
             return
-        mapping = sys._getframe(1).f_locals
+        mapping = frame.f_locals
         oracle[code].append((dict(mapping), mapping))
 
     own_code = on_frame.__code__
-    tool = _free_tool_id()
-    sys.monitoring.use_tool_id(tool, "pyframe-tests")
-    try:
-        sys.monitoring.register_callback(tool, sys.monitoring.events.PY_START, on_start)
-        sys.monitoring.set_events(tool, sys.monitoring.events.PY_START)
+    # No Python frame may start between switching one recorder on and the
+    # other (nor between switching them off): only C calls here.
+    if not PY312 or _use_settrace[0]:
+        previous = sys.gettrace()
+        sys.settrace(_settrace_call_at_start(on_start))
         try:
             with pyframe.callback(on_frame):
                 result = func(*args, **kwargs)
         finally:
-            sys.monitoring.set_events(tool, 0)
-    finally:
-        sys.monitoring.register_callback(tool, sys.monitoring.events.PY_START, None)
-        sys.monitoring.free_tool_id(tool)
+            sys.settrace(previous)
+    else:
+
+        def on_py_start(code, offset):
+            on_start(code, sys._getframe(1))
+
+        tool = _free_tool_id()
+        sys.monitoring.use_tool_id(tool, "pyframe-tests")
+        try:
+            sys.monitoring.register_callback(tool, sys.monitoring.events.PY_START, on_py_start)
+            sys.monitoring.set_events(tool, sys.monitoring.events.PY_START)
+            try:
+                with pyframe.callback(on_frame):
+                    result = func(*args, **kwargs)
+            finally:
+                sys.monitoring.set_events(tool, 0)
+        finally:
+            sys.monitoring.register_callback(tool, sys.monitoring.events.PY_START, None)
+            sys.monitoring.free_tool_id(tool)
 
     pairs = []
     for code in [*seen, *(code for code in oracle if code not in seen)]:
@@ -159,7 +249,8 @@ def record_entries(func, *args, **kwargs):
         if len(mine) != len(theirs):
             raise AssertionError(
                 f"{code.co_qualname}: pyframe intercepted {len(mine)} frame(s) but "
-                f"PY_START fired {len(theirs)} time(s); the frames cannot be paired"
+                f"CPython started {len(theirs)} (PY_START, or 'call' at RESUME 0 on 3.11); "
+                f"the frames cannot be paired"
             )
         for call, (record, (want, want_mapping)) in enumerate(zip(mine, theirs, strict=True)):
             got, got_mapping, slots, lasti, is_gen = record
