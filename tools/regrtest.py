@@ -91,7 +91,11 @@ if sys.version_info >= (3, 15):
     # PEP 799 moved cProfile's tests into the test_profiling package.
     DEFAULT_TESTS[DEFAULT_TESTS.index("test_cprofile")] = "test_profiling"
 
-SUPPORTED = ((3, 12), (3, 13), (3, 14), (3, 15))
+SUPPORTED = ((3, 11), (3, 12), (3, 13), (3, 14), (3, 15))
+
+# Default test files newer than some CPython pyframe supports: (test, the
+# first version that has it).  sys.monitoring (PEP 669) is 3.12's.
+DEFAULT_TESTS_SINCE = {"test_monitoring": (3, 12)}
 
 MODES = ("none", "floorhook", "pyframe")
 REFERENCE_MODES = ("none", "floorhook")
@@ -896,7 +900,7 @@ def parse_args(argv):
 
     if sys.implementation.name != "cpython" or sys.version_info[:2] not in SUPPORTED:
         parser.error(
-            "run this with CPython 3.12 to 3.15 (this is %s %s)"
+            "run this with CPython 3.11 to 3.15 (this is %s %s)"
             % (platform.python_implementation(), platform.python_version())
         )
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
@@ -910,7 +914,11 @@ def parse_args(argv):
         parser.error("--jobs must be at least 1")
     if args.timeout < 1:
         parser.error("--timeout must be a positive number of seconds")
-    tests = list(dict.fromkeys(args.positional_tests + args.tests)) or list(DEFAULT_TESTS)
+    tests = list(dict.fromkeys(args.positional_tests + args.tests)) or [
+        test
+        for test in DEFAULT_TESTS
+        if sys.version_info[:2] >= DEFAULT_TESTS_SINCE.get(test, (3, 11))
+    ]
     missing = []
     for test in tests:
         if not re.match(r"^test_\w+$", test):
