@@ -3,7 +3,7 @@
 # else pyenv's install, else (3.14, 3.15) one that tools/provision-python
 # installs from Debian's packages under ~/.cache/pyframe.
 
-VERSIONS := 3.12 3.13 3.14 3.15
+VERSIONS := 3.11 3.12 3.13 3.14 3.15
 empty :=
 space := $(empty) $(empty)
 comma := ,
@@ -11,10 +11,10 @@ PYTHONS := $(foreach v,$(VERSIONS),$(shell tools/find-python $(v)))
 ifneq ($(words $(PYTHONS)),$(words $(VERSIONS)))
 $(error not every CPython of $(VERSIONS) was found or installed: see tools/find-python's messages above)
 endif
-PY312 := $(word 1,$(PYTHONS))
+PY312 := $(filter %/python3.12,$(PYTHONS))
 # tox discovers interpreters on PATH: put the real ones first.
 export PATH := $(subst $(space),:,$(foreach p,$(PYTHONS),$(dir $(p)))):$(PATH)
-# tox environments: py312 ... py315
+# tox environments: py311 ... py315
 TOX_PY := $(subst $(space),$(comma),$(foreach v,$(VERSIONS),py$(subst .,,$(v))))
 
 TOOLS := .venv-tools
@@ -37,13 +37,13 @@ run: $(VENV)/bin/python  ## build pyframe; run examples/hello.py (print entry lo
 	$(VENV)/bin/python examples/hello.py
 	$(VENV)/bin/python examples/compiled.py
 
-test: $(TOOLS)/bin/tox  ## the tests on 3.12-3.15, next to TorchDynamo (torch 2.13; 2.15 on 3.15; ~5 GB each), and lint, as CI does
+test: $(TOOLS)/bin/tox  ## the tests on 3.11-3.15, next to TorchDynamo (torch 2.13; 2.15 on 3.15; ~5 GB each), and lint, as CI does
 	$(TOOLS)/bin/tox run -e $(TOX_PY),$(subst $(comma),-torch$(comma),$(TOX_PY))-torch,lint
 
-dev:  ## editable installs in .venv-3.12 ... .venv-3.15 for quick pytest runs
+dev:  ## editable installs in .venv-3.11 ... .venv-3.15 for quick pytest runs
 	for py in $(PYTHONS); do \
 	  v=.venv-$$($$py -c 'import sys; print("%d.%d" % sys.version_info[:2])'); \
-	  tools/make-venv $$py $$v && $$v/bin/pip install --quiet cython setuptools && \
+	  tools/make-venv $$py $$v && $$v/bin/pip install --quiet cython 'setuptools>=77' && \
 	  PYFRAME_DEBUG=1 PYFRAME_WERROR=1 $$v/bin/pip install --quiet --no-build-isolation -e '.[test]' || exit 1; \
 	done
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Usage: tools/asan.sh [3.12|3.13|3.14|3.15] [pytest arguments...]
+# Usage: tools/asan.sh [3.11|3.12|3.13|3.14|3.15] [pytest arguments...]
 #
 # Builds pyframe with AddressSanitizer and UndefinedBehaviorSanitizer into its
 # own venv (.venv-asan-VERSION) and runs the test suite there.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Usage: tools/valgrind.sh [3.12|3.13|3.14|3.15] [pytest arguments...]
+# Usage: tools/valgrind.sh [3.11|3.12|3.13|3.14|3.15] [pytest arguments...]
 #
 # Runs a representative part of the test suite under valgrind's memcheck, with
 # pyframe built for debugging (-O1 -g, asserts on) into its own venv

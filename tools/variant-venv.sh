@@ -25,7 +25,7 @@ fi
 import subprocess, sys, tomllib
 with open("pyproject.toml", "rb") as f:
     test = tomllib.load(f)["project"]["optional-dependencies"]["test"]
-subprocess.check_call([sys.executable, "-m", "pip", "install", "--quiet", "cython", "setuptools", *test])
+subprocess.check_call([sys.executable, "-m", "pip", "install", "--quiet", "cython", "setuptools>=77", *test])
 PY
 
 rm -rf "$work"
