@@ -337,6 +337,12 @@ def _needs_dynamo(env):
     return env.dynamo_reason
 
 
+def _needs_monitoring(env):
+    # PEP 669 is CPython 3.12's; on 3.11 `settrace` is the stdlib way to see
+    # every frame's entry locals.
+    return None if hasattr(sys, "monitoring") else "no sys.monitoring before CPython 3.12"
+
+
 MODES = [
     Mode("none", "base", "no hook", _none),
     Mode("floor", "base", "floorhook: pass-through PEP 523 hook", _floor, _needs_floorhook),
@@ -375,7 +381,13 @@ MODES = [
         _pyframe_mode(_guarded_callback),
         _needs_compiled,
     ),
-    Mode("monitoring", "other", "sys.monitoring PY_START reading f_locals", _monitoring),
+    Mode(
+        "monitoring",
+        "other",
+        "sys.monitoring PY_START reading f_locals",
+        _monitoring,
+        _needs_monitoring,
+    ),
     Mode("settrace", "other", "sys.settrace 'call' events reading f_locals", _settrace),
     Mode(
         "dynamo-skip",
@@ -406,7 +418,7 @@ def check_clean(env):
     if dynamo is not None and dynamo.get_eval_frame_callback is not None:
         if dynamo.get_eval_frame_callback() is not None:
             left.append("TorchDynamo callback")
-    for tool in range(6):
+    for tool in range(6 if hasattr(sys, "monitoring") else 0):
         if sys.monitoring.get_tool(tool) == MONITORING_TOOL_NAME:
             left.append("sys.monitoring tool %d" % tool)
     if left:
@@ -648,7 +660,8 @@ def format_instructions(report):
     lines = [
         "instructions per fib call (callgrind; fib(%d) minus fib(%d), divided by the calls)"
         % (INSTRUCTION_SIZES[1], INSTRUCTION_SIZES[0]),
-        "  %-18s %12s %9s %9s %12s" % ("mode", "instr/call", "x none", "x floor", "x monitoring"),
+        "  %-18s %12s %9s %9s %12s %10s"
+        % ("mode", "instr/call", "x none", "x floor", "x monitoring", "x settrace"),
     ]
 
     def per_call(name):
@@ -660,10 +673,10 @@ def format_instructions(report):
             continue
         value = entry["per_call"]
         ratios = []
-        for base in ("none", "floor", "monitoring"):
+        for base in ("none", "floor", "monitoring", "settrace"):
             reference = per_call(base)
             ratios.append("%.2f" % (value / reference) if reference else "-")
-        lines.append("  %-18s %12.0f %9s %9s %12s" % (name, value, *ratios))
+        lines.append("  %-18s %12.0f %9s %9s %12s %10s" % (name, value, *ratios))
     return "\n".join(lines)
 
 
