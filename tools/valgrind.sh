@@ -36,9 +36,22 @@ if [ $# -eq 0 ]; then
     export PYFRAME_FUZZ_EXAMPLES=${PYFRAME_FUZZ_EXAMPLES:-15}
 fi
 
+# CPython 3.11.7 itself trips memcheck's uninitialised-value checks: its
+# _PyLong_New leaves the digit of a zero-sized int unset, maybe_small_long
+# multiplies that digit by the size (0), and memcheck, which does not know the
+# product is defined, flags every small int got that way wherever it is used:
+# 622 errors from 26 contexts in `python3.11 -c pass` alone, all from
+# _PyLong_New by --track-origins, none in pyframe's code.  On 3.11 memcheck
+# checks addressing only (invalid reads, writes and frees: use-after-free of
+# what pyframe releases); uninitialised values are checked on 3.12+.
+checks=()
+if [ "$version" = 3.11 ]; then
+    checks+=(--undef-value-errors=no)
+fi
+
 # From tests/, so `import pyframe` finds the venv's install, not the source tree.
 cd "$root/tests"
 export PYTHONMALLOC=malloc
-exec valgrind --tool=memcheck --error-exitcode=99 --leak-check=no \
+exec valgrind --tool=memcheck --error-exitcode=99 --leak-check=no "${checks[@]}" \
     --suppressions="$root/tools/valgrind-python.supp" --num-callers=40 \
     "$venv/bin/python" -m pytest -p no:cacheprovider -q "$@"
