@@ -82,6 +82,38 @@
 #  define PyUnstable_Code_GetExtra _PyCode_GetExtra
 #  define PyUnstable_Code_SetExtra _PyCode_SetExtra
 #  define PyUnstable_Eval_RequestCodeExtraIndex _PyEval_RequestCodeExtraIndex
+
+/* gh-101578 (3.12) keeps a raised exception as one object and added these
+ * two to take it out and put it back; 3.11 keeps type, value and traceback
+ * apart.  The same on 3.11: the normalized exception, carrying its
+ * traceback. */
+static inline PyObject *
+PyErr_GetRaisedException(void)
+{
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    if (type == NULL) {
+        return NULL;
+    }
+    PyErr_NormalizeException(&type, &value, &traceback);
+    if (traceback != NULL) {
+        PyException_SetTraceback(value, traceback);
+        Py_DECREF(traceback);
+    }
+    Py_DECREF(type);
+    return value;
+}
+
+static inline void
+PyErr_SetRaisedException(PyObject *exception)
+{
+    if (exception == NULL) {
+        PyErr_Clear();
+        return;
+    }
+    PyErr_Restore(Py_NewRef((PyObject *)Py_TYPE(exception)), exception,
+                  PyException_GetTraceback(exception));
+}
 #endif
 
 /* ---- one reference held by the frame ------------------------------------ */
