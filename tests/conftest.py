@@ -141,6 +141,29 @@ def monitoring(callbacks):
         sys.monitoring.free_tool_id(tool)
 
 
+@contextlib.contextmanager
+def at_first_traced_line(record):
+    """Call record(code, frame) at each frame's first traced line while the
+    block runs: a sys.monitoring PY_START callback on 3.12+, on 3.11 a
+    sys.settrace 'call' event at the RESUME that starts a frame (as in
+    record_entries).  Frames of this context manager's own exit are seen
+    too: `record` should look for the code it wants."""
+    if PY312:
+
+        def on_start(code, offset):
+            record(code, sys._getframe(1))
+
+        with monitoring({"PY_START": on_start}):
+            yield
+        return
+    previous = sys.gettrace()
+    sys.settrace(_settrace_call_at_start(record))
+    try:
+        yield
+    finally:
+        sys.settrace(previous)
+
+
 def _settrace_call_at_start(record):
     """A sys.settrace function for 3.11, which has no sys.monitoring: it calls
     record(code, frame) at the 'call' event of the RESUME that starts a frame

@@ -5,7 +5,7 @@ import sys
 import threading
 
 import pytest
-from conftest import monitoring
+from conftest import at_first_traced_line, monitoring
 
 import pyframe
 
@@ -472,7 +472,7 @@ def test_a_callback_writing_a_cell_is_seen_by_the_frame():
 
 
 def test_f_lineno_is_the_line_the_frame_starts_at():
-    """Against CPython: the frame's f_lineno at its PY_START event, for
+    """Against CPython: the frame's f_lineno at its first traced line, for
     code whose prologue has cells, free variables, a generator's setup."""
     counter = make_counter()
 
@@ -488,25 +488,17 @@ def test_f_lineno_is_the_line_the_frame_starts_at():
         if frame.f_code in codes:
             got.setdefault(frame.f_code, frame.f_lineno)
 
-    def on_start(code, offset):
+    def on_start(code, frame):
         if code in codes:
-            want.setdefault(code, sys._getframe(1).f_lineno)
+            want.setdefault(code, frame.f_lineno)
 
-    tool = sys.monitoring.PROFILER_ID
-    sys.monitoring.use_tool_id(tool, "pyframe-test")
-    try:
-        sys.monitoring.register_callback(tool, sys.monitoring.events.PY_START, on_start)
-        sys.monitoring.set_events(tool, sys.monitoring.events.PY_START)
+    with at_first_traced_line(on_start):
         with pyframe.callback(callback):
             counter()
             make_counter()
             list(gen())
             exec(module, namespace)
             add(1, 2)
-    finally:
-        sys.monitoring.set_events(tool, 0)
-        sys.monitoring.register_callback(tool, sys.monitoring.events.PY_START, None)
-        sys.monitoring.free_tool_id(tool)
     assert set(got) == codes
     assert got == want
 

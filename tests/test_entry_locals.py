@@ -2,7 +2,8 @@
 
 Every case runs under record_entries() (conftest.py): pyframe's callback
 records what each frame's f_locals and localsplus are before the frame runs,
-and a sys.monitoring PY_START callback records dict(frame.f_locals) as CPython
+and a sys.monitoring PY_START callback (on 3.11, a sys.settrace 'call' event
+at the RESUME that starts a frame) records dict(frame.f_locals) as CPython
 shows it at the same frame's first traced line.  The two must agree key for
 key, object for object (`is`), in the same order, for every frame a case
 runs, not only the ones it names.
