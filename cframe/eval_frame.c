@@ -990,6 +990,11 @@ pyframe_eval_frame(PyThreadState *tstate, _PyInterpreterFrame *frame, int throwf
     if (thread != NULL && thread->paused == 0 && thread->cache != NULL && !throwflag
             && frame->owner == FRAME_OWNED_BY_THREAD && tstate->tracing == 0
             && compat_frame_not_started(frame)) {
+        if (compat_frame_code(frame)->co_extra == NULL) {
+            /* Nothing stored on the code by anyone, so no decision or entry
+             * of ours (an observing callback's frames): ask the callback. */
+            return decide(tstate, frame, thread, NULL);
+        }
         return intercept(tstate, frame, thread);
     }
     return pass_through(tstate, frame, throwflag);
