@@ -2,8 +2,10 @@
 
 import contextlib
 import dis
+import gc
 import inspect
 import sys
+import tracemalloc
 import types
 from collections import defaultdict
 from dataclasses import dataclass
@@ -313,3 +315,23 @@ def locals_difference(got, want):
                 f"CPython has {theirs!r} (pyframe: {list(got)}, CPython: {list(want)})"
             )
     return None
+
+
+def assert_flat(run, tracked, calls):
+    """Runs `run(calls)` twice under tracemalloc, after the caller warmed it
+    up: the reference counts of `tracked` and the traced memory must not
+    grow (16 KiB of slack for the allocator's own tables)."""
+    gc.collect()
+    before = [sys.getrefcount(x) for x in tracked]
+    tracemalloc.start()
+    try:
+        run(calls)
+        gc.collect()
+        first, _ = tracemalloc.get_traced_memory()
+        run(calls)
+        gc.collect()
+        second, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert [sys.getrefcount(x) for x in tracked] == before
+    assert second - first < 16 * 1024, f"traced memory grew by {second - first} bytes"

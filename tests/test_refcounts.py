@@ -8,6 +8,7 @@ import textwrap
 import tracemalloc
 
 import pytest
+from conftest import assert_flat
 
 import pyframe
 
@@ -310,25 +311,13 @@ JIT_MODES = ["cached", "original", "skip-recursive", "run-only-recursive", "run-
 def test_refcounts_and_memory_flat_on_the_jit_paths(mode):
     a, b, extra, kw = object(), object(), object(), object()
     callback, cache, call = jit_workload(mode)
-    for _ in range(100):  # warm up
-        call(a, b, extra, kw)
-    gc.collect()
-    tracked = (target.__code__, a, b, extra, kw, callback, cache)
-    before = [sys.getrefcount(x) for x in tracked]
-    tracemalloc.start()
-    try:
-        for _ in range(CALLS):
+
+    def run(n):
+        for _ in range(n):
             call(a, b, extra, kw)
-        gc.collect()
-        first, _ = tracemalloc.get_traced_memory()
-        for _ in range(CALLS):
-            call(a, b, extra, kw)
-        gc.collect()
-        second, _ = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    assert [sys.getrefcount(x) for x in tracked] == before
-    assert second - first < 16 * 1024, f"traced memory grew by {second - first} bytes"
+
+    run(100)  # warm up
+    assert_flat(run, (target.__code__, a, b, extra, kw, callback, cache), CALLS)
 
 
 def test_installing_many_callbacks_keeps_nothing_of_the_dead_ones():

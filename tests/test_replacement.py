@@ -5,12 +5,11 @@ import gc
 import inspect
 import sys
 import traceback
-import tracemalloc
 import weakref
 
 import bytecode
 import pytest
-from conftest import with_const
+from conftest import assert_flat, with_const
 
 import pyframe
 
@@ -525,18 +524,4 @@ def test_refcounts_and_memory_flat_over_many_replaced_calls(cached):
                 original(arg_a, arg_b, 1)
 
     run(100)
-    gc.collect()
-    tracked = (original.__code__, replacement, arg_a, arg_b)
-    before = [sys.getrefcount(x) for x in tracked]
-    tracemalloc.start()
-    try:
-        run(CALLS // 2)
-        gc.collect()
-        first, _ = tracemalloc.get_traced_memory()
-        run(CALLS // 2)
-        gc.collect()
-        second, _ = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    assert [sys.getrefcount(x) for x in tracked] == before
-    assert second - first < 16 * 1024, f"traced memory grew by {second - first} bytes"
+    assert_flat(run, (original.__code__, replacement, arg_a, arg_b), CALLS // 2)

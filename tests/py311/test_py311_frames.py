@@ -17,11 +17,10 @@ import asyncio
 import gc
 import sys
 import traceback
-import tracemalloc
 import weakref
 
 import pytest
-from conftest import CALLER_POPS_FRAME, locals_difference, record_entries
+from conftest import CALLER_POPS_FRAME, assert_flat, locals_difference, record_entries
 
 import pyframe
 
@@ -170,21 +169,7 @@ def test_refcounts_and_memory_flat_over_many_shadow_frames(cached):
                 adds(1, 2, scale=1, extra=3)
 
     run(100)
-    gc.collect()
-    tracked = (adds.__code__, replacement, arg)
-    before = [sys.getrefcount(x) for x in tracked]
-    tracemalloc.start()
-    try:
-        run(2000)
-        gc.collect()
-        first, _ = tracemalloc.get_traced_memory()
-        run(2000)
-        gc.collect()
-        second, _ = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    assert [sys.getrefcount(x) for x in tracked] == before
-    assert second - first < 16 * 1024, f"traced memory grew by {second - first} bytes"
+    assert_flat(run, (adds.__code__, replacement, arg), 2000)
 
 
 class Local:
