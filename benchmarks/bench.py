@@ -125,14 +125,25 @@ def main(argv=None):
         memory_child(env, args.memory_child, args.memory_frames)
         return 0
     if args.instructions_child:
-        env = Env(args.build_dir, want_torch=args.instructions_child == "dynamo-skip")
+        env = Env(args.build_dir, want_torch=MODES_BY_NAME[args.instructions_child].torch)
         instructions_child(env, args.instructions_child, args.sizes["fib"])
         return 0
 
     progress = Progress()
     progress.show("loading hooks (building floorhook if needed)")
-    env = Env(args.build_dir, want_torch=any(m.name == "dynamo-skip" for m in chosen))
+    selected = (
+        [workloads.BY_NAME[n] for n in args.workloads]
+        if args.workloads
+        else list(workloads.WORKLOADS)
+    )
+    want_torch = any(m.torch for m in chosen) or any(w.needs_torch for w in selected)
+    env = Env(args.build_dir, want_torch=want_torch)
     unavailable = {}
+    for w in selected:
+        if w.needs_torch and env.dynamo is None:
+            unavailable["workload " + w.name] = env.dynamo_reason
+            progress.show("workload %s not available: %s" % (w.name, env.dynamo_reason), True)
+    selected = [w for w in selected if "workload " + w.name not in unavailable]
     modes = []
     for m in chosen:
         reason = m.reason(env)
@@ -141,11 +152,6 @@ def main(argv=None):
         else:
             unavailable[m.name] = reason
             progress.show("mode %s not available: %s" % (m.name, reason), final=True)
-    selected = (
-        [workloads.BY_NAME[n] for n in args.workloads]
-        if args.workloads
-        else list(workloads.WORKLOADS)
-    )
     sizes = {
         w.name: args.sizes.get(w.name, w.quick_size if args.quick else w.size) for w in selected
     }
@@ -163,7 +169,8 @@ def main(argv=None):
 
     instructions = None
     if args.instructions:
-        instructions = run_instructions(args, modes, progress)
+        # fib is what callgrind counts: modes for other workloads only sit out.
+        instructions = run_instructions(args, [m for m in modes if m.runs("fib")], progress)
 
     meta = {
         "python": "%s %s (%s)"

@@ -5,11 +5,13 @@ behind for the next mode.  A new mode is one entry in MODES."""
 import contextlib
 import sys
 
+import workloads
+
 MONITORING_TOOL_NAME = "pyframe-bench"
 
 
 class Mode:
-    def __init__(self, name, group, describe, activate, unavailable=None):
+    def __init__(self, name, group, describe, activate, unavailable=None, only=None, torch=False):
         self.name = name
         # "base", "floor-callback", "pyframe" or "other": the x-floor column is
         # shown for the middle two, whose cost over floor is the point.
@@ -17,6 +19,11 @@ class Mode:
         self.describe = describe
         self._activate = activate
         self.unavailable = unavailable  # (env) -> reason or None
+        self.only = only  # the workloads this mode runs, None for all
+        self.torch = torch  # imports torch: loaded only when such a mode is chosen
+
+    def runs(self, workload_name):
+        return self.only is None or workload_name in self.only
 
     def reason(self, env):
         return self.unavailable(env) if self.unavailable else None
@@ -169,6 +176,48 @@ def _dynamo_skip(env):
                 hook.reset_code(code)
 
 
+def _only_add_one(compile_callback, skip):
+    """A callback that compiles workloads.add_one and skips every other code:
+    what torch.compile(add_one) scopes Dynamo to.  Installed around the whole
+    workload, Dynamo would otherwise trace the loop that calls add_one too."""
+    target = workloads.add_one.__code__
+
+    def callback(frame, *rest):
+        if frame.f_code is target:
+            return compile_callback(frame, *rest)
+        return skip
+
+    return callback
+
+
+@contextlib.contextmanager
+def _dynamo(env):
+    import torch._dynamo
+
+    hook = env.dynamo
+    # torch.compile(fn, backend="eager")'s callback, used by Dynamo's own hook.
+    callback = _only_add_one(torch._dynamo.optimize("eager").callback, hook.skip_result)
+    previous = hook.set_eval_frame(callback)
+    try:
+        yield
+    finally:
+        hook.set_eval_frame(previous)
+
+
+@contextlib.contextmanager
+def _pyframe_dynamo(env):
+    import pyframe.dynamo
+
+    pyframe = env.pyframe
+    # What pyframe.dynamo.compile(fn, backend="eager") installs around each call.
+    compiler = pyframe.dynamo._compiler_for("eager")
+    previous = pyframe.set_callback(_only_add_one(compiler, pyframe.SKIP), cache=compiler.cache)
+    try:
+        yield
+    finally:
+        pyframe.set_callback(previous)
+
+
 def _needs_floorhook(env):
     return env.floorhook_reason
 
@@ -189,6 +238,10 @@ def _needs_compiled(env):
 
 def _needs_dynamo(env):
     return env.dynamo_reason
+
+
+def _needs_dynamo_and_pyframe(env):
+    return env.dynamo_reason or env.pyframe_reason
 
 
 def _needs_monitoring(env):
@@ -249,6 +302,27 @@ MODES = [
         "TorchDynamo eval-frame hook skipping each code",
         _dynamo_skip,
         _needs_dynamo,
+        torch=True,
+    ),
+    # The two compiled modes keep what they compiled from one round to the
+    # next, as a JIT does: the timed run is a warm call of compiled code.
+    Mode(
+        "dynamo",
+        "other",
+        "torch.compile(add_one, backend='eager') in Dynamo's own hook",
+        _dynamo,
+        _needs_dynamo,
+        torch=True,
+        only=("tensor",),
+    ),
+    Mode(
+        "pyframe-dynamo",
+        "other",
+        "pyframe.dynamo.compile(add_one, backend='eager'): Dynamo on pyframe",
+        _pyframe_dynamo,
+        _needs_dynamo_and_pyframe,
+        torch=True,
+        only=("tensor",),
     ),
 ]
 MODES_BY_NAME = {m.name: m for m in MODES}

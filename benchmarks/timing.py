@@ -60,7 +60,7 @@ def run_timing(env, modes, selected, sizes, rounds, progress):
         order = modes[shift:] + modes[:shift]
         for w in selected:
             for mode in order:
-                if mode.name in errors:
+                if mode.name in errors or not mode.runs(w.name):
                     continue
                 progress.show("round %d/%d  %-10s  %s" % (r + 1, rounds, w.name, mode.name))
                 try:

@@ -1,4 +1,5 @@
-"""The code bench.py times: four call-heavy workloads and one loop-heavy one.
+"""The code bench.py times: four call-heavy workloads, one loop-heavy one,
+and (where torch imports) one that calls a tiny tensor function.
 
 Each workload is `run(size) -> result`.  The result is deterministic for a
 size, so the harness can check that no mode changed what the code computes.
@@ -123,6 +124,29 @@ def run_loop(size):
     return acc
 
 
+# ---- a tensor function, what TorchDynamo compiles (needs torch) -------------------
+
+
+def add_one(x):
+    return x + 1
+
+
+_TENSOR = []
+
+
+def run_tensor(size):
+    # torch is imported on first use only: the other workloads run without it.
+    if not _TENSOR:
+        import torch
+
+        _TENSOR.append(torch.ones(2))
+    x = _TENSOR[0]
+    total = 0.0
+    for _ in range(size):
+        total += float(add_one(x)[0])
+    return total
+
+
 # ---- memory check: one small frame at a time ----------------------------------------
 
 
@@ -148,6 +172,7 @@ class Workload:
     size: int  # for a real run: about 30-80 ms on a 2020s x86 core, no hook
     quick_size: int  # for --quick, and for warming up before each timed run
     describe: str
+    needs_torch: bool = False
 
 
 WORKLOADS = [
@@ -156,6 +181,9 @@ WORKLOADS = [
     Workload("methods", run_methods, 15, 6, "method calls over a binary tree of depth n, twice"),
     Workload("generators", run_generators, 60_000, 300, "n short generators + a 2-stage pipeline"),
     Workload("loop", run_loop, 2_000_000, 5_000, "one function looping n times (few frames)"),
+    Workload(
+        "tensor", run_tensor, 20_000, 50, "call x + 1 on a 2-element CPU tensor n times", True
+    ),
 ]
 
 BY_NAME = {w.name: w for w in WORKLOADS}
