@@ -29,9 +29,10 @@ timed out in a test case is run again without the cases that stopped it
 
 Every test id that fails under pyframe is then either
   shared        it fails in the none or floorhook run too;
-  allowlisted   ALLOWLIST says why: a consequence of running a copy of the
-                code (code identity, the original never specialized, ...),
-                each reason checked against the test's source;
+  allowlisted   an entry of regrtest_lib/allowlist.toml says why: a
+                consequence of running a copy of the code (code identity, the
+                original never specialized, ...), each reason checked against
+                the test's source;
   incomparable  the none or floorhook run did not finish its test file;
   offending     anything else: pyframe broke it.
 Offending ids are run again alone (both hooks) to tell reproducible failures
@@ -73,29 +74,15 @@ import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# regrtest_lib lives beside this file; Python puts the script's directory on
+# sys.path, except under -I or -P, so make sure.
+if HERE not in sys.path:
+    sys.path.insert(0, HERE)
+
+from regrtest_lib.versions import DataError, load, running_version  # noqa: E402
+
 SITE_SOURCES = os.path.join(HERE, "regrtest_site")
 FLOORHOOK_BUILDER = os.path.join(HERE, "floorhook", "build.py")
-
-DEFAULT_TESTS = (
-    "test_scope test_generators test_coroutines test_asyncgen test_listcomps test_setcomps "
-    "test_dictcomps test_genexps test_frame test_funcattrs test_keywordonlyarg "
-    "test_positional_only_arg test_extcall test_contextlib test_exceptions test_traceback "
-    "test_inspect test_grammar test_super test_class test_descr test_with test_raise "
-    "test_yield_from test_types test_typing test_dataclasses test_functools test_itertools "
-    "test_sys test_threading test_pdb test_bdb test_code test_compile test_sys_settrace "
-    "test_monitoring test_dis test_builtin test_trace test_opcache test_gc test_weakref "
-    "test_sys_setprofile test_profile test_cprofile test_contextlib_async test_patma "
-    "test_decorators test_doctest"
-).split()
-if sys.version_info >= (3, 15):
-    # PEP 799 moved cProfile's tests into the test_profiling package.
-    DEFAULT_TESTS[DEFAULT_TESTS.index("test_cprofile")] = "test_profiling"
-
-SUPPORTED = ((3, 11), (3, 12), (3, 13), (3, 14), (3, 15))
-
-# Default test files newer than some CPython pyframe supports: (test, the
-# first version that has it).  sys.monitoring (PEP 669) is 3.12's.
-DEFAULT_TESTS_SINCE = {"test_monitoring": (3, 12)}
 
 MODES = ("none", "floorhook", "pyframe")
 REFERENCE_MODES = ("none", "floorhook")
@@ -104,170 +91,6 @@ CALLBACK_ENV = "PYFRAME_REGRTEST_CALLBACK"
 # How many times a test file that crashed or timed out is run again without
 # the test cases that did it.
 MAX_CONTINUATIONS = 3
-
-# Test ids that fail under the pyframe run because it runs a *copy* of every
-# code object, not because pyframe runs it wrongly: (fnmatch pattern of the
-# test id, the CPython versions it applies to, why).  Each reason was checked
-# against the test's source; keep them true.
-ALLOWLIST = (
-    (
-        "test.test_code.CodeTest.test_invalid_bytecode <crashed>",
-        ("3.12", "3.13"),
-        "the test gives foo() bytecode with the invalid opcode 229; co_code (which "
-        "code.replace() copies) reports unknown opcodes as 0, CACHE, so the copy "
-        "executes a CACHE: SIGSEGV on 3.12, 'Executing a cache' abort on 3.13. "
-        "Plain CPython does the same with foo.__code__ = foo.__code__.replace()",
-    ),
-    (
-        "test_code <crashed after its tests>",
-        ("3.11", "3.12", "3.13", "3.14", "3.15"),
-        "at import test_code registers FREE_FUNC, a ctypes callback wrapping its Python "
-        "function myfree, as the free function of a code-extra index. At shutdown the "
-        "callback object is torn down, drops myfree, and myfree's code object, if it has "
-        "code-extra storage, calls every registered free function, the half-destroyed "
-        "callback included: SIGSEGV in _ctypes' _CallPythonObject, after all tests passed. "
-        "pyframe keeps the cache of each code object it runs (myfree's too) in code-extra "
-        "storage, which CPython sizes to every index requested so far; plain CPython "
-        "crashes the same way when myfree's code has an extra slot set (any co_extra user)",
-    ),
-    (
-        "test.test_descr.ClassPropertiesAndMethods.test_slots",
-        ("3.11", "3.12", "3.13", "3.14", "3.15"),
-        "counts len(gc.get_objects()) around 10 calls of a new G.__eq__: the first "
-        "call caches a copy of its code, and code.replace() makes a new GC-tracked "
-        "tuple of the local names, ('self', 'other'), that the cached copy keeps: one "
-        "more object",
-    ),
-    (
-        "test.test_dis.Dis*Tests.test_binary_specialize",
-        ("3.11", "3.12", "3.13"),
-        "runs code objects 8+ times, then disassembles them with adaptive=True "
-        "expecting specialized instructions: the copies ran and were specialized, "
-        "the originals never ran",
-    ),
-    (
-        "test.test_dis.Dis*Tests.test_call_specialize",
-        ("3.11", "3.12", "3.13", "3.14", "3.15"),
-        "adaptive disassembly of a warmed-up code object: the copy was specialized, "
-        "not the original",
-    ),
-    (
-        "test.test_dis.Dis*Tests.test_load_attr_specialize",
-        ("3.11", "3.12", "3.13", "3.14", "3.15"),
-        "adaptive disassembly of a warmed-up code object: the copy was specialized, "
-        "not the original",
-    ),
-    (
-        "test.test_dis.Dis*Tests.test_super_instructions",
-        ("3.11",),
-        "calls load_test 8 times, then expects the adaptive disassembly of its original "
-        "code to show quickened superinstructions (RESUME_QUICK, LOAD_FAST__LOAD_FAST): "
-        "the copy was quickened, not the original",
-    ),
-    (
-        "test.test_dis.Dis*Tests.test_show_caches [[]quickened=True, adaptive=True[]]",
-        ("3.11",),
-        "get_cached_values runs f 8 times, then expects 17 of the 25 inline caches of "
-        "f's original code to be filled: only the copy ran and filled its caches",
-    ),
-    (
-        "test.test_dis.Dis*Tests.test_super_instructions",
-        ("3.13", "3.14", "3.15"),
-        "adaptive disassembly of load_test after warming it up expects RESUME_CHECK "
-        "(the quickened RESUME): the copy was quickened, not the original",
-    ),
-    (
-        "test.test_monitoring.ExceptionMonitoringTest.test_no_unwind_for_shim_frame",
-        ("3.13", "3.14", "3.15"),
-        "calls f() 100 times, then asserts CALL_ALLOC_AND_ENTER_INIT is among the "
-        "adaptive instructions of f's original code: only the copy was specialized",
-    ),
-    (
-        "test.test_opcache.TestCallCache.test_assign_init_code",
-        ("3.13", "3.14", "3.15"),
-        "calls instantiate() 1025 times, then asserts CALL_ALLOC_AND_ENTER_INIT is among "
-        "the adaptive instructions of instantiate's original code: only the copy ran",
-    ),
-    (
-        "test.test_opcache.TestRacesDoNotCrash.test_*",
-        ("3.13", "3.14", "3.15"),
-        "each test warms up its functions, then asserts (assert_specialized, before any "
-        "race) that their original code objects were specialized: only the copies ran",
-    ),
-    (
-        "test.test_trace.TestCallers.test_loop_caller_importing",
-        ("3.11", "3.12", "3.13", "3.14", "3.15"),
-        "trace.Trace names a frame's function Class.method by gc.get_referrers(frame.f_code) "
-        "-> the one function -> its class dict: the frame's code is the copy, which no "
-        "function in a class dict refers to, so Trace.runfunc comes out as runfunc "
-        "(code identity)",
-    ),
-    (
-        "test.test_trace.TestFuncs.test_inst_method_calling",
-        ("3.11", "3.12", "3.13", "3.14", "3.15"),
-        "trace.Trace finds the class of a frame's function through "
-        "gc.get_referrers(frame.f_code): no function in a class dict refers to the copy, "
-        "so TracedClass.inst_method_calling comes out as inst_method_calling (code identity)",
-    ),
-    (
-        "test.test_generators.__test__.syntax*",
-        ("3.11", "3.12", "3.13", "3.14", "3.15"),
-        "the doctest checks `g.gi_code is f.__code__`: the generator's frame runs "
-        "the copy, so gi_code is the copy (code identity); 3.15 names the failing "
-        "doctest examples ('syntax [29]', 'syntax [32]')",
-    ),
-    (
-        "test.test_sys.SysModuleTest.test_getframe",
-        ("3.11", "3.12", "3.13", "3.14", "3.15"),
-        "asserts `SysModuleTest.test_getframe.__code__ is sys._getframe().f_code`: "
-        "the running frame's f_code is the copy (code identity)",
-    ),
-    (
-        # "[[]" is fnmatch's literal "[": the sub-test ids read
-        # "... test_stateless [(<function spam_N at 0x...>, '(code)')]".
-        "test.test_code.CodeTest.test_stateless [[](<function * at 0x*>, '(*)')]",
-        ("3.14", "3.15"),
-        "_testinternalcapi.verify_stateless_code rejects a code object with co_extra "
-        "('only basic code objects are supported'): earlier tests in test_code call "
-        "these functions, and pyframe keeps its cache of each code object in co_extra "
-        "(checked by hand: spam_N(1) under this callback, then the check raises "
-        "ValueError); the test passes alone",
-    ),
-    (
-        "test.test_dis.Dis*Tests.test_loop_with_conditional_at_end_is_quickened",
-        ("3.14", "3.15"),
-        "runs for_loop_true(True), then expects FOR_ITER_RANGE in the adaptive "
-        "disassembly of its original code: the copy was quickened, not the original",
-    ),
-    (
-        "test.test_monitoring.MonitoringBasicTest.test_clear",
-        ("3.14", "3.15"),
-        "set_local_events(TEST_TOOL, f.__code__, E.LINE) instruments f's original "
-        "code; the frame runs the copy, which has no local LINE events, so one "
-        "event (PY_START) is seen where the test expects two (code identity)",
-    ),
-    (
-        "test.test_opcache.TestCallCache.test_push_init_frame_fails",
-        ("3.14", "3.15"),
-        "calls instantiate() until it specializes, then asserts "
-        "CALL_ALLOC_AND_ENTER_INIT among the adaptive instructions of its original "
-        "code: only the copy ran",
-    ),
-    (
-        "test.test_opcache.TestCallCache.test_specialize_call_function_ex_py_fail",
-        ("3.15",),
-        "warms up instantiate(), then asserts CALL_EX_NON_PY_GENERAL (and no "
-        "CALL_EX_PY) among the adaptive instructions of its original code: only the "
-        "copy ran",
-    ),
-    (
-        "test.test_opcache.TestSpecializer.test_*",
-        ("3.14", "3.15"),
-        "each test runs a function, then asserts (assert_specialized, "
-        "assert_no_opcode) on the adaptive instructions of its original code: only "
-        "the copy ran and was specialized",
-    ),
-)
 
 # "0:01:02 load avg: 1.93 [ 3/38/1] test_x failed (2 errors) (35.1 sec) -- running (1): ..."
 TIMESTAMP_RE = re.compile(r"^\d+:\d\d:\d\d (?:load avg: [\d.]+ )?(.*)$")
@@ -768,14 +591,14 @@ def allowlist_matches(pattern, test_id):
     return fnmatch.fnmatchcase(test_id, pattern)
 
 
-def allowlist_reason(test_id, version):
-    for pattern, versions, reason in ALLOWLIST:
-        if version in versions and allowlist_matches(pattern, test_id):
+def allowlist_reason(test_id, allowlist):
+    for pattern, reason in allowlist:
+        if allowlist_matches(pattern, test_id):
             return reason
     return None
 
 
-def classify_failures(runs, version):
+def classify_failures(runs, allowlist):
     """Sort the pyframe run's failing ids into shared / allowlisted /
     incomparable / offending."""
     references = [runs[mode] for mode in REFERENCE_MODES if mode in runs]
@@ -786,7 +609,7 @@ def classify_failures(runs, version):
             shared.add(test_id)
             continue
         unfinished = [run.mode for run in references if not run.finished(module_of(test_id))]
-        reason = allowlist_reason(test_id, version)
+        reason = allowlist_reason(test_id, allowlist)
         if reason is not None:
             allowlisted[test_id] = reason
         elif unfinished:
@@ -796,12 +619,12 @@ def classify_failures(runs, version):
     return shared, allowlisted, incomparable, offending
 
 
-def stale_allowlist(version, tests, pyframe_failures):
+def stale_allowlist(allowlist, tests, pyframe_failures):
     """Allowlist patterns for this version, in the selected test files, that
     matched no failing id: pyframe (or CPython) may have changed."""
     stale = []
-    for pattern, versions, _ in ALLOWLIST:
-        if version not in versions or module_of(pattern) not in tests:
+    for pattern, _ in allowlist:
+        if module_of(pattern) not in tests:
             continue
         if not any(allowlist_matches(pattern, t) for t in pyframe_failures):
             stale.append(pattern)
@@ -851,8 +674,6 @@ def parse_args(argv):
         prog="tools/regrtest.py",
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="Arguments after -- go to every `python -m test` run. "
-        "Default tests: " + " ".join(DEFAULT_TESTS),
     )
     parser.add_argument(
         "positional_tests",
@@ -903,6 +724,14 @@ def parse_args(argv):
         action="store_false",
         help="do not re-run offending tests alone to see if they are flaky",
     )
+    try:
+        versions = load()
+    except DataError as exc:
+        parser.error(str(exc))
+    version = running_version()
+    parser.epilog = "Arguments after -- go to every `python -m test` run. Default tests: " + (
+        " ".join(versions.named_tests(version))
+    )
     argv = list(sys.argv[1:] if argv is None else argv)
     extra = []
     if "--" in argv:
@@ -911,10 +740,15 @@ def parse_args(argv):
     args = parser.parse_args(argv)
     args.extra = extra
 
-    if sys.implementation.name != "cpython" or sys.version_info[:2] not in SUPPORTED:
+    if sys.implementation.name != "cpython" or version not in versions.supported:
         parser.error(
-            "run this with CPython 3.11 to 3.15 (this is %s %s)"
-            % (platform.python_implementation(), platform.python_version())
+            "run this with CPython %s to %s (this is %s %s)"
+            % (
+                versions.supported[0],
+                versions.supported[-1],
+                platform.python_implementation(),
+                platform.python_version(),
+            )
         )
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     unknown = sorted(set(modes) - set(MODES))
@@ -927,11 +761,9 @@ def parse_args(argv):
         parser.error("--jobs must be at least 1")
     if args.timeout < 1:
         parser.error("--timeout must be a positive number of seconds")
-    tests = list(dict.fromkeys(args.positional_tests + args.tests)) or [
-        test
-        for test in DEFAULT_TESTS
-        if sys.version_info[:2] >= DEFAULT_TESTS_SINCE.get(test, (3, 11))
-    ]
+    tests = list(dict.fromkeys(args.positional_tests + args.tests)) or versions.default_tests(
+        version
+    )
     missing = []
     for test in tests:
         if not re.match(r"^test_\w+$", test):
@@ -945,6 +777,7 @@ def parse_args(argv):
     if missing:
         parser.error("no such test in %s's test package: %s" % (sys.executable, " ".join(missing)))
     args.tests = tests
+    args.allowlist = versions.allowlist_for(version)
     if "pyframe" in args.modes and extension_digest()[0] is None:
         parser.error(
             "pyframe is not importable by %s: run this script with the python of a "
@@ -967,7 +800,7 @@ def clean_log_dir(log_dir):
 class Comparison:
     """The pyframe run's failures against the reference runs, and the verdict."""
 
-    def __init__(self, runs, version, tests):
+    def __init__(self, runs, allowlist, tests):
         self.references = [mode for mode in REFERENCE_MODES if mode in runs]
         self.comparable = "pyframe" in runs and bool(self.references)
         self.shared, self.allowlisted, self.incomparable, self.offending = set(), {}, {}, set()
@@ -975,9 +808,9 @@ class Comparison:
         self.stale = []
         self.unusable = [m for m, run in runs.items() if not any(o.status for o in run.segments)]
         if self.comparable:
-            found = classify_failures(runs, version)
+            found = classify_failures(runs, allowlist)
             self.shared, self.allowlisted, self.incomparable, self.offending = found
-            self.stale = stale_allowlist(version, tests, runs["pyframe"].failures())
+            self.stale = stale_allowlist(allowlist, tests, runs["pyframe"].failures())
 
     @property
     def verdict(self):
@@ -1175,7 +1008,6 @@ def main(argv=None):
         # A handler (unlike SIG_IGN) is reset to the default by exec.
         signal.signal(signal.SIGINT, signal.default_int_handler)
         log("regrtest.py: SIGINT was ignored (a background job?): restored for the tests")
-    version = "%d.%d" % sys.version_info[:2]
     header = [
         "pyframe regrtest: CPython %s, %s" % (platform.python_version(), sys.executable),
         "%d test files, -j%d, --timeout %d s, modes: %s; logs in %s"
@@ -1232,7 +1064,7 @@ def main(argv=None):
             )
         so_after = extension_digest()[1]
 
-        comparison = Comparison(runs, version, tests)
+        comparison = Comparison(runs, args.allowlist, tests)
         if comparison.offending and args.recheck:
             comparison.rechecked = recheck(
                 comparison.offending, envs, tmp, log_dir, args.timeout, args.extra
