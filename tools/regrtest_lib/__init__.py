@@ -1,0 +1,1 @@
+"""The parts of tools/regrtest.py (its docstring says which module owns what)."""
