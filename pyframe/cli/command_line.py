@@ -15,9 +15,8 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 import pyframe
-from pyframe.cli.console import Console, Session
 from pyframe.cli.errors import UsageError, write_quietly
-from pyframe.cli.filters import FrameFilter, LocalsCallback, ShowFrame
+from pyframe.cli.filters import FrameFilter, LocalsCallback
 from pyframe.cli.program import load_program, report_uncaught, run_program
 from pyframe.cli.reports import Report
 from pyframe.cli.user_callback import load_callback
@@ -247,9 +246,11 @@ def command_locals(args: argparse.Namespace) -> int:
     program = load_program(*_program_target(args))
     frame_filter = FrameFilter(args.match, args.exclude, args.skip_library)
     if args.interactive:
-        console = Console.on_tty() if args.tty else Console.on_stdin()
-        show: ShowFrame = Session(console)
-        return run_program(program, LocalsCallback(frame_filter, show, args.max, console.writer))
+        # Imported only for -i: before 3.14 cmd imports string, whose frames --all would then miss.
+        from pyframe.cli.console import Session
+
+        session = Session.on_tty() if args.tty else Session.on_stdin()
+        return run_program(program, LocalsCallback(frame_filter, session, args.max, session.stdout))
     if args.output is None:
         report = Report(sys.stderr, args.json)
         return run_program(program, LocalsCallback(frame_filter, report, args.max, sys.stderr))

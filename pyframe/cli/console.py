@@ -1,16 +1,17 @@
-"""`locals -i`: stop at each frame and read the user's commands.
+"""`locals -i`: stop at each frame and run the user's commands on it.
 
-Console is where commands are read and the session is written (stdin and
-stderr, or the terminal with --tty); Session shows each frame and runs the
-commands on it until one lets the frame run.
+Session is a cmd.Cmd, as pdb is: Cmd writes the prompt, reads a line and
+dispatches `p name` to do_p("name").  Commands are read from stdin and the
+session is written to stderr, or both go to the terminal with --tty; where
+stdin and stdout are a terminal, input() edits the lines (readline).
 """
 
 from __future__ import annotations
 
+import cmd
 import re
 import sys
-from collections.abc import Callable
-from typing import TextIO
+from typing import TextIO, cast
 
 import pyframe
 from pyframe.cli.errors import UsageError
@@ -25,70 +26,6 @@ from pyframe.cli.reports import (
 )
 
 PROMPT = "(pyframe) "
-
-
-class Console:
-    """Where the interactive session reads commands and writes to the user."""
-
-    def __init__(self, reader: TextIO, writer: TextIO, line_editing: bool, echo: bool) -> None:
-        self.reader = reader
-        self.writer = writer
-        self.line_editing = line_editing
-        self.echo = echo  # piped commands are echoed so the session reads as a transcript
-        self.stdout = sys.stdout
-
-    @classmethod
-    def on_stdin(cls) -> Console:
-        if sys.stdin is None:
-            raise UsageError("-i reads commands from stdin, which is closed")
-        editing = sys.stdin.isatty() and sys.stdout is not None and sys.stdout.isatty()
-        if editing:
-            try:
-                import readline  # noqa: F401  (gives input() line editing and history)
-            except ImportError:
-                pass
-        return cls(sys.stdin, sys.stderr, editing, echo=not sys.stdin.isatty())
-
-    @classmethod
-    def on_tty(cls) -> Console:
-        try:
-            reader = open("/dev/tty", encoding="utf-8", errors="replace")
-            writer = open("/dev/tty", "w", encoding="utf-8", errors="backslashreplace")
-        except OSError as error:
-            raise UsageError(
-                f"--tty: cannot open the terminal /dev/tty: {error.strerror}"
-            ) from None
-        return cls(reader, writer, line_editing=False, echo=False)
-
-    def read(self, prompt: str) -> str | None:
-        """The next command line, or None at end of input."""
-        if self.line_editing:
-            # input() edits lines only on the real stdin/stdout, which the
-            # program may have replaced.
-            saved = sys.stdin, sys.stdout
-            sys.stdin, sys.stdout = self.reader, self.stdout
-            try:
-                return input(prompt)
-            except EOFError:
-                return None
-            finally:
-                sys.stdin, sys.stdout = saved
-        self.write(prompt)
-        try:
-            line = self.reader.readline()
-        except (OSError, ValueError):
-            return None
-        if not line:
-            return None
-        line = line.rstrip("\r\n")
-        if self.echo:
-            self.write(line + "\n")
-        return line
-
-    def write(self, text: str) -> None:
-        self.writer.write(text)
-        self.writer.flush()
-
 
 SESSION_HELP = """\
 At a frame about to run:
@@ -106,84 +43,161 @@ At a frame about to run:
 _SET_SYNTAX = re.compile(r"(\w+)(?:\s*=(?!=)\s*|\s+)(\S.*)", re.DOTALL)
 
 
-class Session:
-    """`locals -i`: shows each frame, then runs the user's commands on it."""
+class _CommandLines:
+    """Cmd's stdin where lines are not edited (piped commands, or --tty).
 
-    def __init__(self, console: Console) -> None:
-        self.console = console
-        self.commands: dict[str, Callable[[pyframe.Frame, int, str], Decision | None]] = {}
-        for names, command in (
-            (("p", "print"), self.do_print),
-            (("set",), self.do_set),
-            (("t", "table"), self.do_table),
-            (("w", "where"), self.do_where),
-            (("c", "cont", "continue"), lambda *_: Decision.RUN),
-            (("s", "skip"), lambda *_: Decision.SKIP),
-            (("q", "quit"), lambda *_: Decision.QUIT),
-            (("h", "help", "?"), self.do_help),
-        ):
-            self.commands.update(dict.fromkeys(names, command))
+    Piped commands are echoed, so the session reads as a transcript; a stream
+    the program has closed reads as the end of input.
+    """
+
+    def __init__(self, reader: TextIO, writer: TextIO, echo: bool) -> None:
+        self.reader = reader
+        self.writer = writer
+        self.echo = echo
+
+    def readline(self) -> str:
+        try:
+            line = self.reader.readline()
+        except (OSError, ValueError):
+            return ""
+        if line and self.echo:
+            self.writer.write(line.rstrip("\r\n") + "\n")
+            self.writer.flush()
+        return line
+
+
+class Session(cmd.Cmd):
+    """Shows each frame `locals -i` stops at, then runs commands until one lets it run."""
+
+    prompt = PROMPT
+    frame: pyframe.Frame  # the frame stopped at, while the session runs
+
+    def __init__(self, reader: TextIO, writer: TextIO, line_editing: bool, echo: bool) -> None:
+        commands = _CommandLines(reader, writer, echo)
+        # Cmd calls nothing but readline() on stdin.  No completekey: Cmd leaves tab alone.
+        super().__init__(completekey="", stdin=cast(TextIO, commands), stdout=writer)
+        self.use_rawinput = line_editing  # input() is what edits lines
+        self.terminal = reader, sys.stdout  # sys.stdin and sys.stdout while input() reads
+        self.program_streams: tuple[TextIO, TextIO] | None = None  # theirs, meanwhile
+        self.reading = False
+        self.number = 0
+        self.decision = Decision.RUN
+
+    @classmethod
+    def on_stdin(cls) -> Session:
+        if sys.stdin is None:
+            raise UsageError("-i reads commands from stdin, which is closed")
+        editing = sys.stdin.isatty() and sys.stdout is not None and sys.stdout.isatty()
+        if editing:
+            try:
+                import readline  # noqa: F401  (gives input() line editing and history)
+            except ImportError:
+                pass
+        return cls(sys.stdin, sys.stderr, editing, echo=not sys.stdin.isatty())
+
+    @classmethod
+    def on_tty(cls) -> Session:
+        try:
+            reader = open("/dev/tty", encoding="utf-8", errors="replace")
+            writer = open("/dev/tty", "w", encoding="utf-8", errors="backslashreplace")
+        except OSError as error:
+            raise UsageError(
+                f"--tty: cannot open the terminal /dev/tty: {error.strerror}"
+            ) from None
+        return cls(reader, writer, line_editing=False, echo=False)
 
     def __call__(self, frame: pyframe.Frame, number: int) -> Decision:
         flush_program_output()
-        self.console.write(format_frame(frame, number))
-        while True:
-            try:
-                line = self.console.read(PROMPT)
-            except KeyboardInterrupt:
-                self.console.write("\n--KeyboardInterrupt-- (q lets the program finish)\n")
-                continue
-            if line is None:
-                self.console.write("\n(end of input: the program runs on without stopping)\n")
-                return Decision.QUIT
-            words = line.split(maxsplit=1)
-            if not words:
-                continue
-            command = self.commands.get(words[0])
-            if command is None:
-                self.error(f"unknown command {words[0]!r} (h lists the commands)")
-                continue
-            decision = command(frame, number, words[1].strip() if len(words) > 1 else "")
-            if decision is not None:
-                return decision
-
-    def error(self, message: str) -> None:
-        self.console.write(f"*** {message}\n")
-
-    def evaluate(self, frame: pyframe.Frame, expression: str) -> tuple[bool, object]:
-        """(True, value), or (False, None) after reporting why it failed."""
+        self.frame, self.number = frame, number
         try:
-            code = compile(expression, "<pyframe>", "eval")
-            # f_locals is rebuilt each time, so it shows what `set` changed.
-            return True, eval(code, frame.f_globals, frame.f_locals)
-        except BaseException as error:  # even SystemExit: `p sys.exit()` must not end the program
-            self.error(f"{type(error).__name__}: {error}")
-            return False, None
+            self.write(format_frame(frame, number))
+            while True:
+                try:
+                    self.cmdloop()
+                    return self.decision
+                except KeyboardInterrupt:
+                    if not self.reading:
+                        raise  # raised by a command, not while reading: the program gets it
+                    self.stop_reading()
+                    self.write("\n--KeyboardInterrupt-- (q lets the program finish)\n")
+        finally:
+            self.stop_reading()
+            del self.frame
 
-    def do_print(self, frame: pyframe.Frame, number: int, argument: str) -> None:
-        if not argument:
+    # ---- Cmd's hooks: around reading each line, and taking it apart
+
+    def preloop(self) -> None:
+        self.start_reading()
+
+    def precmd(self, line: str) -> str:
+        self.stop_reading()
+        return line
+
+    def postcmd(self, stop: bool, line: str) -> bool:
+        if not stop:
+            self.start_reading()
+        return stop
+
+    def start_reading(self) -> None:
+        self.reading = True
+        if self.use_rawinput:
+            # input() edits lines only on sys.stdin and sys.stdout, which the
+            # program may have replaced; its commands see the program's own.
+            self.program_streams = sys.stdin, sys.stdout
+            sys.stdin, sys.stdout = self.terminal
+
+    def stop_reading(self) -> None:
+        self.reading = False
+        if self.program_streams is not None:
+            sys.stdin, sys.stdout = self.program_streams
+            self.program_streams = None
+
+    def parseline(self, line: str) -> tuple[str | None, str | None, str]:
+        # The command is the whole first word (`p(x)` is no command, not p), and `?` is h.
+        words = line.split(maxsplit=1)
+        if not words:
+            return None, None, ""
+        command = "help" if words[0] == "?" else words[0]
+        return command, words[1].strip() if len(words) > 1 else "", line.strip()
+
+    def emptyline(self) -> bool:
+        return False  # Cmd would repeat the last command
+
+    def default(self, line: str) -> None:
+        self.error(f"unknown command {line.split()[0]!r} (h lists the commands)")
+
+    # ---- the commands; True ends the session with self.decision
+
+    def do_EOF(self, arg: str) -> bool:
+        self.write("\n(end of input: the program runs on without stopping)\n")
+        return self.decide(Decision.QUIT)
+
+    def do_print(self, arg: str) -> bool:
+        if not arg:
             self.error("p needs an expression, e.g. p name")
-            return
-        ok, value = self.evaluate(frame, argument)
+            return False
+        ok, value = self.evaluate(arg)
         if ok:
-            self.console.write(safe_repr(value) + "\n")
+            self.write(safe_repr(value) + "\n")
+        return False
 
-    def do_set(self, frame: pyframe.Frame, number: int, argument: str) -> None:
-        parsed = _SET_SYNTAX.fullmatch(argument)
+    def do_set(self, arg: str) -> bool:
+        parsed = _SET_SYNTAX.fullmatch(arg)
         if parsed is None:
             self.error("set needs a name and an expression, e.g. set count 10")
-            return
+            return False
         name, expression = parsed.groups()
-        ok, value = self.evaluate(frame, expression)
+        ok, value = self.evaluate(expression)
         if not ok:
-            return
+            return False
+        frame = self.frame
         kinds = {slot_name: kind for slot_name, kind, _ in frame.localsplus}
         try:
             frame.set_local(name, value)
         except NameError:
             slots = ", ".join(kinds) or "none"
             self.error(f"cannot set {name}: {frame.f_code.co_qualname} has no such slot ({slots})")
-            return
+            return False
         except ValueError as error:
             if kinds.get(name) == "free":
                 reason = "it is a free variable, whose cell the enclosing function shares"
@@ -192,15 +206,17 @@ class Session:
             else:
                 reason = str(error)
             self.error(f"cannot set {name}: {reason}")
-            return
-        self.console.write(f"{name} = {short_repr(value)}\n")
+            return False
+        self.write(f"{name} = {short_repr(value)}\n")
+        return False
 
-    def do_table(self, frame: pyframe.Frame, number: int, argument: str) -> None:
-        self.console.write(format_frame(frame, number))
+    def do_table(self, arg: str) -> bool:
+        self.write(format_frame(self.frame, self.number))
+        return False
 
-    def do_where(self, frame: pyframe.Frame, number: int, argument: str) -> None:
+    def do_where(self, arg: str) -> bool:
         callers = []
-        caller = frame.f_back
+        caller = self.frame.f_back
         while caller is not None and caller.f_code is not LAUNCHER:
             callers.append(caller)
             caller = caller.f_back
@@ -208,12 +224,54 @@ class Session:
             f"  {c.f_code.co_qualname}  {display_path(c.f_code.co_filename)}:{c.f_lineno}"
             for c in reversed(callers)
         ]
-        code = frame.f_code
+        code = self.frame.f_code
         lines.append(
             f"> {code.co_qualname}  {display_path(code.co_filename)}:{code.co_firstlineno}"
             "  (about to run)"
         )
-        self.console.write("\n".join(lines) + "\n")
+        self.write("\n".join(lines) + "\n")
+        return False
 
-    def do_help(self, frame: pyframe.Frame, number: int, argument: str) -> None:
-        self.console.write(SESSION_HELP)
+    def do_continue(self, arg: str) -> bool:
+        return self.decide(Decision.RUN)
+
+    def do_skip(self, arg: str) -> bool:
+        return self.decide(Decision.SKIP)
+
+    def do_quit(self, arg: str) -> bool:
+        return self.decide(Decision.QUIT)
+
+    def do_help(self, arg: str) -> bool:
+        self.write(SESSION_HELP)  # one table, not Cmd's list of command names
+        return False
+
+    do_p = do_print
+    do_t = do_table
+    do_w = do_where
+    do_c = do_cont = do_continue
+    do_s = do_skip
+    do_q = do_quit
+    do_h = do_help
+
+    # ---- helpers of the commands
+
+    def decide(self, decision: Decision) -> bool:
+        self.decision = decision
+        return True
+
+    def evaluate(self, expression: str) -> tuple[bool, object]:
+        """(True, value), or (False, None) after reporting why it failed."""
+        try:
+            code = compile(expression, "<pyframe>", "eval")
+            # f_locals is rebuilt each time, so it shows what `set` changed.
+            return True, eval(code, self.frame.f_globals, self.frame.f_locals)
+        except BaseException as error:  # even SystemExit: `p sys.exit()` must not end the program
+            self.error(f"{type(error).__name__}: {error}")
+            return False, None
+
+    def error(self, message: str) -> None:
+        self.write(f"*** {message}\n")
+
+    def write(self, text: str) -> None:
+        self.stdout.write(text)
+        self.stdout.flush()

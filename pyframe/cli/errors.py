@@ -8,7 +8,7 @@ may itself fail.
 
 from __future__ import annotations
 
-from typing import TextIO
+from typing import IO
 
 
 class UsageError(Exception):
@@ -30,7 +30,7 @@ def describe_exception(error: BaseException) -> str:
     return text
 
 
-def write_quietly(stream: TextIO, text: str) -> None:
+def write_quietly(stream: IO[str], text: str) -> None:
     try:
         stream.write(text)
         stream.flush()

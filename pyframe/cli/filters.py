@@ -15,7 +15,7 @@ import site
 import sysconfig
 import types
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, TextIO
+from typing import IO, TYPE_CHECKING
 
 import pyframe
 from pyframe.cli.errors import describe_exception, write_quietly
@@ -90,7 +90,7 @@ class LocalsCallback:
     """The pyframe callback of `locals`: filters frames and shows the rest."""
 
     def __init__(
-        self, frame_filter: FrameFilter, show: ShowFrame, limit: int | None, errors: TextIO
+        self, frame_filter: FrameFilter, show: ShowFrame, limit: int | None, errors: IO[str]
     ) -> None:
         self.frame_filter = frame_filter
         self.show = show
