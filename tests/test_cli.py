@@ -423,7 +423,7 @@ def test_run_callback_from_a_module() -> None:
         "show": 2,
         "countdown": 1,
     }
-    # The callback never sees a frame of the CLI (cli.py, pyframe/__main__.py, runpy).
+    # The callback never sees a frame of the CLI (pyframe/cli/, pyframe/__main__.py, runpy).
     assert files == ["demo.py"]
 
 

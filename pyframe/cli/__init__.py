@@ -1,0 +1,20 @@
+"""The command line debugger: ``python -m pyframe``.
+
+``locals`` reports (or, with ``-i``, stops at) the entry slots of every frame a
+program starts; ``run`` runs a program under a callback of the user's own.
+
+The program runs as ``python script.py`` or ``python -m module`` would run it.
+The callback is installed only around the ``exec`` of the program's code, so
+the first frame it sees is the program's ``<module>`` and no frame of this
+package ever reaches it.
+
+One module a concern: ``program`` runs the program as Python would;
+``filters`` chooses the frames ``locals`` reports; ``reports`` writes them as
+text or JSON; ``console`` is ``locals -i``'s command loop; ``user_callback``
+loads ``run --callback``; ``command_line`` parses the arguments and holds
+``main()``; ``errors`` says what went wrong in one line.
+"""
+
+from pyframe.cli.command_line import main
+
+__all__ = ["main"]

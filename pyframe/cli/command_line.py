@@ -1,0 +1,294 @@
+"""The command line: `python -m pyframe locals|run ... PROGRAM`.
+
+build_parser() holds every option and help text; command_locals() and
+command_run() put a command's parts together (the program, the frame filter,
+the report or the interactive session, the user's callback); main() turns
+UsageError into one line on stderr and an exit status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+import pyframe
+from pyframe.cli.errors import UsageError, write_quietly
+from pyframe.cli.filters import FrameFilter, LocalsCallback
+from pyframe.cli.program import load_program, report_uncaught, run_program
+from pyframe.cli.reports import Report
+from pyframe.cli.user_callback import load_callback
+
+PROG = "python -m pyframe"
+PROGRAM_USAGE = "(script.py [args...] | -m module [args...])"
+
+
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    def _format_action_invocation(self, action: argparse.Action) -> str:
+        # argparse shows "-m ..." for a REMAINDER option; say what goes there.
+        if action.option_strings and action.nargs == argparse.REMAINDER:
+            return f"{', '.join(action.option_strings)} {action.metavar}"
+        return super()._format_action_invocation(action)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        # One line that names the problem, instead of argparse's usage dump.
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _regex(text: str) -> re.Pattern[str]:
+    try:
+        return re.compile(text)
+    except re.error as error:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a valid regular expression: {error}"
+        ) from None
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+    return value
+
+
+def _add_program_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group(
+        "the program to run (everything after it is its own arguments)"
+    )
+    group.add_argument(
+        "program",
+        nargs=argparse.REMAINDER,
+        metavar="script.py [args...]",
+        help="a Python file (or a directory or zip file with __main__.py), "
+        "run as `python script.py args...` would run it",
+    )
+    group.add_argument(
+        "-m",
+        dest="module",
+        nargs=argparse.REMAINDER,
+        metavar="module [args...]",
+        help="a module, run as `python -m module args...` would run it",
+    )
+
+
+DESCRIPTION = """\
+Run a Python program under pyframe, which sees every Python frame before it runs.
+The program runs as `python script.py` or `python -m module` would: same
+sys.argv, __main__ module, sys.path[0], output, exit status and tracebacks.
+"""
+
+EXAMPLES = """\
+examples:
+  python -m pyframe locals myscript.py --verbose
+  python -m pyframe locals --match '^parse' --max 5 -m mypackage.tool
+  python -m pyframe locals --json --output frames.jsonl myscript.py
+  python -m pyframe locals -i myscript.py
+  python -m pyframe run --callback mycallbacks:on_frame myscript.py
+"""
+
+LOCALS_DESCRIPTION = """\
+For each Python function the program starts, print its qualified name, the
+file:line where it is defined, and a table of its frame's slots (localsplus) as
+the frame starts: index, name, kind (local, cell, local+cell, free, hidden) and
+a short repr of the value (<unbound> where the slot is empty).
+
+The report goes to stderr, so the program's stdout stays clean; use --output to
+send it to a file.  Only the main thread's frames are seen.  By default, frames
+of the standard library, of installed packages (site-packages), of <frozen> and
+other <...> code, and of pyframe itself are skipped, at no cost after their
+first call.
+
+With -i, the program stops at each matching frame and reads commands (h lists
+them): inspect with p, change an argument with set before the frame runs, see
+the call stack with w, and c, s or q to go on.  Commands are read from stdin,
+which the program shares: on a terminal you type both, and with piped input
+the lines are taken in the order the two read them.  End of input lets the
+program run to its end.  --tty reads commands from the terminal instead,
+leaving stdin to the program (e.g. for piped data).
+"""
+
+RUN_DESCRIPTION = """\
+Import FUNCTION from MODULE_OR_FILE and run the program with it installed as
+the main thread's pyframe callback.  It is called with a pyframe.Frame for each
+frame the program starts, and whatever it returns goes to pyframe unchanged.
+
+MODULE_OR_FILE is a dotted module name, importable from the current directory
+or sys.path, or a path to a .py file.  FUNCTION may be dotted (obj.method).
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog=PROG,
+        description=DESCRIPTION,
+        epilog=EXAMPLES,
+        formatter_class=_HelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"pyframe {pyframe.__version__}")
+    commands = parser.add_subparsers(title="commands", dest="command", metavar="COMMAND")
+    commands.required = True
+
+    locals_parser = commands.add_parser(
+        "locals",
+        help="show each function's arguments and locals as it starts (-i: stop and inspect)",
+        description=LOCALS_DESCRIPTION,
+        usage=f"{PROG} locals [options] {PROGRAM_USAGE}",
+        formatter_class=_HelpFormatter,
+    )
+    locals_parser.set_defaults(handler=command_locals, parser=locals_parser)
+    locals_parser.add_argument(
+        "-i",
+        "--interactive",
+        action="store_true",
+        help="stop at each matching frame and read commands (h lists them)",
+    )
+    locals_parser.add_argument(
+        "--tty",
+        action="store_true",
+        help="with -i: read commands from /dev/tty, leaving stdin to the program",
+    )
+    locals_parser.add_argument(
+        "--match",
+        action="append",
+        default=[],
+        type=_regex,
+        metavar="REGEX",
+        help="only frames whose qualified name or file name matches REGEX "
+        "(re.search; repeat for any of several)",
+    )
+    locals_parser.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        type=_regex,
+        metavar="REGEX",
+        help="leave out frames whose qualified name or file name matches REGEX (repeatable)",
+    )
+    locals_parser.add_argument(
+        "--max",
+        type=_positive_int,
+        metavar="N",
+        help="stop after N frames; the program then runs on at full speed",
+    )
+    library = locals_parser.add_mutually_exclusive_group()
+    library.add_argument(
+        "--skip-stdlib",
+        dest="skip_library",
+        action="store_true",
+        default=True,
+        help="skip frames of the standard library, site-packages, <frozen> and other "
+        "<...> code (the default)",
+    )
+    library.add_argument(
+        "--all",
+        dest="skip_library",
+        action="store_false",
+        help="report those frames too (pyframe's own are never reported)",
+    )
+    locals_parser.add_argument(
+        "--json",
+        action="store_true",
+        help='one JSON object per frame per line: {"frame", "qualname", "file", "line", '
+        '"generator", "slots": [{"index", "name", "kind", "value"}]}, values as repr '
+        "strings, null when unbound",
+    )
+    locals_parser.add_argument(
+        "--output",
+        metavar="FILE",
+        help="write the report to FILE instead of stderr",
+    )
+    _add_program_arguments(locals_parser)
+
+    run = commands.add_parser(
+        "run",
+        help="run a program with your own pyframe callback installed",
+        description=RUN_DESCRIPTION,
+        usage=f"{PROG} run --callback MODULE_OR_FILE:FUNCTION {PROGRAM_USAGE}",
+        formatter_class=_HelpFormatter,
+    )
+    run.set_defaults(handler=command_run, parser=run)
+    run.add_argument(
+        "--callback",
+        required=True,
+        metavar="MODULE_OR_FILE:FUNCTION",
+        help="the callback, e.g. mycallbacks:on_frame or ./callbacks.py:on_frame",
+    )
+    _add_program_arguments(run)
+    return parser
+
+
+def _program_target(args: argparse.Namespace) -> tuple[str | None, str | None, list[str]]:
+    """(script, module, program args) from the command line."""
+    if args.module is not None:
+        if not args.module:
+            raise UsageError("-m needs a module name: -m module [args...]")
+        return None, args.module[0], args.module[1:]
+    program = list(args.program)
+    if program[:1] == ["--"]:
+        program = program[1:]
+    if not program:
+        raise UsageError(f"no program to run: expected {PROGRAM_USAGE}")
+    return program[0], None, program[1:]
+
+
+def command_locals(args: argparse.Namespace) -> int:
+    if args.interactive and (args.json or args.output):
+        raise UsageError("-i talks to the terminal: it does not go with --json or --output")
+    if args.tty and not args.interactive:
+        raise UsageError("--tty is for -i (it reads the interactive commands from /dev/tty)")
+    program = load_program(*_program_target(args))
+    frame_filter = FrameFilter(args.match, args.exclude, args.skip_library)
+    if args.interactive:
+        # Imported only for -i: before 3.14 cmd imports string, whose frames --all would then miss.
+        from pyframe.cli.console import Session
+
+        session = Session.on_tty() if args.tty else Session.on_stdin()
+        return run_program(program, LocalsCallback(frame_filter, session, args.max, session.stdout))
+    if args.output is None:
+        report = Report(sys.stderr, args.json)
+        return run_program(program, LocalsCallback(frame_filter, report, args.max, sys.stderr))
+    try:
+        # Line-buffered, so the report survives a program that ends with os._exit().
+        stream = open(args.output, "w", encoding="utf-8", errors="backslashreplace", buffering=1)
+    except OSError as error:
+        raise UsageError(f"--output: cannot write {args.output!r}: {error.strerror}") from None
+    try:
+        report = Report(stream, args.json)
+        return run_program(program, LocalsCallback(frame_filter, report, args.max, sys.stderr))
+    finally:
+        try:
+            stream.close()
+        except OSError as error:  # the program's exit status matters more
+            write_quietly(sys.stderr, f"pyframe: --output {args.output!r}: {error}\n")
+
+
+def command_run(args: argparse.Namespace) -> int:
+    # Before the program's directory replaces the current one as sys.path[0].
+    callback = load_callback(args.callback)
+    program = load_program(*_program_target(args))
+    return run_program(program, callback)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """python -m pyframe; returns the exit status."""
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        # Unknown options before the program (after it, they are the program's own).
+        args.parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    try:
+        return int(args.handler(args))
+    except UsageError as error:
+        print(f"{args.parser.prog}: error: {error}", file=sys.stderr)
+        return error.status
+    except SyntaxError as error:
+        # The program (or its module) does not compile: Python reports that without a traceback.
+        report_uncaught(error)
+        return 1
