@@ -60,9 +60,16 @@ if _flag("PYFRAME_DEBUG"):
 
 extension = Extension(
     "pyframe._cframe",
-    sources=["pyframe/_cframe.pyx", "cframe/eval_frame.c", "cframe/cache.c", "cframe/localsplus.c"],
+    sources=[
+        "pyframe/_cframe.pyx",
+        "cframe/eval_frame.c",
+        "cframe/cache.c",
+        "cframe/localsplus.c",
+        "cframe/specialize.c",
+        "cframe/specialize_classes.c",
+    ],
     include_dirs=["cframe"],
-    depends=["cframe/compat.h", "cframe/pyframe.h", "cframe/cache.h"],
+    depends=["cframe/compat.h", "cframe/pyframe.h", "cframe/cache.h", "cframe/specialize.h"],
     extra_compile_args=compile_args,
 )
 

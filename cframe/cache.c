@@ -9,6 +9,7 @@
  * told of all but the last.  eval_frame.c reads the state on every frame.
  */
 #include "cache.h"
+#include "specialize.h"
 
 Py_ssize_t pyframe_code_extra_index = -1;
 static code_state all_states = {&all_states, &all_states, NULL, NULL, 0, 0, 0, 0, NULL};
@@ -386,6 +387,7 @@ pyframe_reset_code(PyObject *code, pyframe_owner *owner)
         state_reset(state, owner, &batch);
     }
     drop_batch_finish(&batch);
+    pyframe_specialize_decisions_changed();   /* a SKIP may be gone */
     return 0;
 }
 
@@ -399,6 +401,7 @@ pyframe_reset_all(pyframe_owner *owner)
     /* Releasing can run finalizers, and telling owners runs their Python:
      * only now, with every state consistent. */
     drop_batch_finish(&batch);
+    pyframe_specialize_decisions_changed();
     return 0;
 }
 

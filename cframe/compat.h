@@ -64,12 +64,32 @@
  * pycore_interpframe.h, and `stacktop` (an index) became `stackpointer`. */
 #define PYFRAME_PY314 (PY_VERSION_HEX >= 0x030E0000)
 
+/* CPython 3.15 is the first on which pyframe's specialization mode runs
+ * (specialize.c): while skipped code runs, pyframe's function steps aside so
+ * that CPython specializes and inlines calls again, and keeps every other
+ * frame on the hook by giving those functions a vectorcall of its own.  It
+ * relies on what 3.15's call paths check before inlining a call: the
+ * function's version (CALL_PY_*, CALL_BOUND_METHOD_*, CALL_KW_PY, property
+ * and __getitem__ loads) or its vectorcall (generic CALL, CALL_FUNCTION_EX),
+ * on MAKE_FUNCTION taking the version from the code's co_version,
+ * and on PyType_Modified dropping the __init__ that CALL_ALLOC_AND_ENTER_INIT
+ * caches on a class.  gh-146031 (3.15) also added
+ * _PyInterpreterState_SetEvalFrameAllowSpecialization, which pyframe does not
+ * use: with it set, specialized calls still go through the installed
+ * function (measured on 3.15.2: every fib frame reached a pass-through hook).
+ */
+#define PYFRAME_HAS_SPECIALIZATION_MODE (PY_VERSION_HEX >= 0x030F0000)
+
 #include "internal/pycore_code.h"     // _PyLocals_GetKind, CO_FAST_*, _PyCode_CODE
 #include "internal/pycore_dict.h"     // PyDictKeysObject, DK_UNICODE_ENTRIES
 #include "internal/pycore_frame.h"    // struct _frame (PyFrameObject)
 #if PYFRAME_PY314
 #  include "internal/pycore_interpframe.h"  // _PyInterpreterFrame, _PyFrame_GetFirstComplete
 #  include "internal/pycore_stackref.h"     // _PyStackRef and its conversions
+#endif
+#if PYFRAME_HAS_SPECIALIZATION_MODE
+#  include "internal/pycore_function.h"     // _PyFunction_Vectorcall, _PyFunction_SetVersion
+#  include "opcode_ids.h"                   // MAKE_FUNCTION
 #endif
 #if PYFRAME_PY313
 #  include "internal/pycore_ceval.h"  // _PyEval_FrameClearAndPop
@@ -387,5 +407,66 @@ compat_dict_watched(PyDictObject *dict)
 #endif
 #endif
 }
+
+#if PYFRAME_HAS_SPECIALIZATION_MODE
+/* ---- what the specialization mode touches (specialize.c) ------------------ */
+
+/* True when the thread's running frame is executing MAKE_FUNCTION: a
+ * function made now is the one the bytecode makes, which the code calls (or
+ * hands to __build_class__) as a function.  3.13+ point instr_ptr at the
+ * instruction being executed.  An instrumented instruction reads as another
+ * opcode, which callers treat as "made by C code". */
+static inline int
+compat_making_function_in_bytecode(PyThreadState *tstate)
+{
+    _PyInterpreterFrame *frame = tstate->current_frame;
+    if (frame == NULL || frame->owner >= FRAME_OWNED_BY_INTERPRETER) {
+        return 0;
+    }
+    return frame->instr_ptr->op.code == MAKE_FUNCTION;
+}
+
+/* The version MAKE_FUNCTION gives the functions it makes of `code`; 0 makes
+ * them unversioned, which no call site specializes for. */
+static inline uint32_t
+compat_code_version(PyCodeObject *code)
+{
+    return code->co_version;
+}
+
+static inline void
+compat_code_set_version(PyCodeObject *code, uint32_t version)
+{
+    code->co_version = version;
+}
+
+/* CALL_ALLOC_AND_ENTER_INIT inlines the __init__ it cached on a class (for
+ * classes using object.__new__) without checking that function's version or
+ * vectorcall; only the class's version guards it.  A class whose
+ * tp_versions_used reads _Py_ATTR_CACHE_UNUSED gets no version (CPython sets
+ * it so for classes with a custom mro), so no call site specializes for it.
+ * Pinning also drops the version the class has, and with it what call sites
+ * cached; it returns what tp_versions_used held, for unpinning. */
+static inline int
+compat_class_may_inline_init(PyTypeObject *type)
+{
+    return type->tp_new == PyBaseObject_Type.tp_new;
+}
+
+static inline uint16_t
+compat_class_pin_unversioned(PyTypeObject *type)
+{
+    uint16_t used = type->tp_versions_used;
+    PyType_Modified(type);
+    type->tp_versions_used = _Py_ATTR_CACHE_UNUSED;
+    return used;
+}
+
+static inline void
+compat_class_unpin(PyTypeObject *type, uint16_t used)
+{
+    type->tp_versions_used = used;
+}
+#endif
 
 #endif /* PYFRAME_COMPAT_H */

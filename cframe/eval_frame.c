@@ -10,6 +10,7 @@
  * that outlive one call live on the code object, per owner (cache.c).
  */
 #include "cache.h"
+#include "specialize.h"
 
 /* ---- per-thread state --------------------------------------------------- */
 
@@ -58,6 +59,9 @@ static Py_ssize_t threads_with_callback;
 /* ---- the hook's installation -------------------------------------------- */
 
 static _PyFrameEvalFunction previous_eval = _PyEval_EvalFrameDefault;
+/* What runs a frame of skipped code: previous_eval, or in the specialization
+ * mode run_skipped() (a pointer, so that the SKIP path tests nothing). */
+static _PyFrameEvalFunction skipped_eval = _PyEval_EvalFrameDefault;
 static pyframe_layer layer;   /* Owned references; from pyframe_hook_init(). */
 static PyObject *no_args;     /* Owned: (), for making a Frame. */
 static PyObject *pyframe_eval_frame(PyThreadState *, _PyInterpreterFrame *, int);
@@ -108,7 +112,12 @@ static int
 sync_hook(void)
 {
     PyInterpreterState *interp = PyInterpreterState_Get();
-    _PyFrameEvalFunction current = _PyInterpreterState_GetEvalFrameFunc(interp);
+    _PyFrameEvalFunction current;
+
+    /* Stepped aside for one thread's skipped code: installing or removing
+     * anything ends that (the hook steps aside again where it still may). */
+    pyframe_hook_step_in();
+    current = _PyInterpreterState_GetEvalFrameFunc(interp);
     if (threads_with_callback > 0 && current != pyframe_eval_frame) {
         if (in_chain) {
             /* Installing ours over a function that calls ours would loop. */
@@ -118,6 +127,7 @@ sync_hook(void)
             }
         }
         previous_eval = current;
+        pyframe_hook_skip_path_changed();
         _PyInterpreterState_SetEvalFrameFunc(interp, pyframe_eval_frame);
         in_chain = 1;
     }
@@ -126,6 +136,61 @@ sync_hook(void)
         in_chain = 0;
     }
     return 0;
+}
+
+/* ---- stepping aside for skipped code (specialization mode) ------------- */
+
+int pyframe_hook_aside;
+
+void
+pyframe_hook_step_aside(void)
+{
+    thread_hook *thread = this_thread;   /* Borrowed. */
+    PyInterpreterState *interp;
+
+    /* Frames of every other thread with a callback must keep reaching the
+     * hook, and a function installed before ours must keep running them. */
+    if (pyframe_hook_aside || threads_with_callback != 1 || thread == NULL
+            || thread->cache == NULL || previous_eval != _PyEval_EvalFrameDefault
+            || !pyframe_specialize_may_step_aside()) {
+        return;
+    }
+    interp = PyInterpreterState_Get();
+    if (_PyInterpreterState_GetEvalFrameFunc(interp) != pyframe_eval_frame) {
+        return;   /* another function was installed over ours */
+    }
+    _PyInterpreterState_SetEvalFrameFunc(interp, _PyEval_EvalFrameDefault);
+    pyframe_hook_aside = 1;
+}
+
+void
+pyframe_hook_step_in(void)
+{
+    PyInterpreterState *interp;
+    _PyFrameEvalFunction current;
+
+    if (!pyframe_hook_aside) {
+        return;
+    }
+    pyframe_hook_aside = 0;
+    interp = PyInterpreterState_Get();
+    current = _PyInterpreterState_GetEvalFrameFunc(interp);
+    if (current != _PyEval_EvalFrameDefault && current != pyframe_eval_frame) {
+        /* Installed while ours stood aside, it chains to CPython's: ours
+         * goes over it and runs frames with it. */
+        previous_eval = current;
+        pyframe_hook_skip_path_changed();
+    }
+    if (current != pyframe_eval_frame) {
+        _PyInterpreterState_SetEvalFrameFunc(interp, pyframe_eval_frame);
+    }
+}
+
+pyframe_owner *
+pyframe_hook_owner(void)
+{
+    thread_hook *thread = this_thread;   /* Borrowed. */
+    return thread != NULL && thread->cache != NULL ? thread->owner : NULL;
 }
 
 int
@@ -246,6 +311,9 @@ pyframe_thread_install(PyObject *callback, PyObject *cache, pyframe_owner *owner
     }
     if (!installing) {
         Py_CLEAR(thread->spare_locals);
+    }
+    if (owner != old_owner) {
+        pyframe_specialize_decisions_changed();
     }
     /* Released last: either may be the last reference to a finalizer. */
     Py_XDECREF(old_callback);
@@ -760,6 +828,24 @@ ask_callback(thread_hook *thread, PyThreadState *tstate, _PyInterpreterFrame *fr
 
 /* ---- the hook --------------------------------------------------------------- */
 
+/* Runs a frame of skipped code in the specialization mode: with pyframe's
+ * function stepped aside where it may, so that CPython inlines its calls. */
+static PyObject *
+run_skipped(PyThreadState *tstate, _PyInterpreterFrame *frame, int throwflag)
+{
+    PyObject *result;
+    pyframe_hook_step_aside();
+    result = previous_eval(tstate, frame, throwflag);
+    pyframe_hook_step_in();   /* the hook ran this frame: it was in */
+    return result;
+}
+
+void
+pyframe_hook_skip_path_changed(void)
+{
+    skipped_eval = pyframe_specializing ? run_skipped : previous_eval;
+}
+
 /* Runs the frame as it is.  Under `decision` RUN_ONLY_RECURSIVE, what it
  * calls runs cached entries only; under SKIP_RECURSIVE, without callbacks. */
 static inline PyObject *
@@ -768,9 +854,12 @@ run_as_is(PyThreadState *tstate, _PyInterpreterFrame *frame, thread_hook *thread
     PyObject *result;
     if (decision == PYFRAME_SKIP_RECURSIVE) {
         thread->paused++;
-        result = previous_eval(tstate, frame, 0);
+        result = skipped_eval(tstate, frame, 0);
         thread->paused--;
         return result;
+    }
+    if (decision == PYFRAME_SKIP) {
+        return skipped_eval(tstate, frame, 0);
     }
     if (decision == PYFRAME_RUN_ONLY_RECURSIVE) {
         thread->run_only_depth++;
@@ -949,7 +1038,7 @@ intercept(PyThreadState *tstate, _PyInterpreterFrame *frame, thread_hook *thread
     if (state != NULL) {
         int decision = cache_decision_of(state, owner->serial);
         if (decision == PYFRAME_SKIP) {
-            return previous_eval(tstate, frame, 0);
+            return skipped_eval(tstate, frame, 0);
         }
         if (decision == PYFRAME_RUN && state->count > 0 && state->entries[0].owner == owner
                 && state->entries[0].guard == NULL) {

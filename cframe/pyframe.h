@@ -82,6 +82,15 @@ int pyframe_set_cache_limit(int limit);
 int pyframe_get_cache_limit(void);
 PyObject *pyframe_cache_entries(PyObject *code, pyframe_owner *owner);   /* New. */
 
+/* specialize.c: the specialization mode (CPython 3.15+; elsewhere switching
+ * it on raises NotImplementedError). */
+int pyframe_specialization_available(void);
+int pyframe_specialization_set(int on);      /* -1 with an exception */
+int pyframe_specialization_enabled(void);
+/* For tests: `func` has pyframe's vectorcall; the hook is stepped aside. */
+int pyframe_specialization_hooked(PyObject *func);
+int pyframe_specialization_aside(void);
+
 /* eval_frame.c: reading the frame the callback is handed. */
 PyObject *pyframe_frame_code(struct _PyInterpreterFrame *frame);      /* Borrowed. */
 PyObject *pyframe_frame_globals(struct _PyInterpreterFrame *frame);   /* Borrowed. */

@@ -30,6 +30,8 @@ from ._cframe import (  # noqa: E402
     run_only,
     set_cache_limit,
     set_callback,
+    set_specialization,
+    specialization_enabled,
 )
 
 __all__ = [
@@ -50,5 +52,7 @@ __all__ = [
     "run_only",
     "set_cache_limit",
     "set_callback",
+    "set_specialization",
+    "specialization_enabled",
 ]
 __version__ = "0.1.0.dev0"

@@ -81,6 +81,11 @@ cdef extern from "pyframe.h":
     int pyframe_set_local(_PyInterpreterFrame *frame, object name, object value) except -1
     object pyframe_frame_closure(_PyInterpreterFrame *frame)
 
+    int pyframe_specialization_set(int on) except -1
+    int pyframe_specialization_enabled()
+    int pyframe_specialization_hooked(object func)
+    int pyframe_specialization_aside()
+
 
 cdef extern from "Python.h":
     ctypedef struct PyCodeObject:
@@ -557,3 +562,33 @@ def cache_entries(code, *, cache=None):
 def hook_installed():
     """True while pyframe's PEP 523 function is the interpreter's."""
     return bool(pyframe_hook_installed())
+
+
+def set_specialization(enabled):
+    """Switch the specialization mode on or off (CPython 3.15+).
+
+    In the mode, frames of code the callback skipped (SKIP, SKIP_RECURSIVE)
+    run with pyframe's hook stepped aside, so CPython specializes and inlines
+    the calls they make, at the speed of no hook at all; every frame of other
+    code still reaches the callback or its cached replacement.  The mode
+    steps aside only while a single thread has a callback installed.  On
+    3.11-3.14, switching it on raises NotImplementedError; off is a no-op."""
+    if type(enabled) is not bool:
+        raise TypeError("pyframe.set_specialization() expects True or False; got %s"
+                        % _describe(enabled))
+    pyframe_specialization_set(enabled)
+
+
+def specialization_enabled():
+    """True while the specialization mode is on."""
+    return bool(pyframe_specialization_enabled())
+
+
+def _specialization_hooked(func):
+    """For tests: True when `func` carries pyframe's vectorcall."""
+    return bool(pyframe_specialization_hooked(func))
+
+
+def _specialization_aside():
+    """For tests: True while pyframe's hook is stepped aside for skipped code."""
+    return bool(pyframe_specialization_aside())

@@ -1,0 +1,353 @@
+/* specialize_classes.c: classes whose __init__ must reach the hook, in the
+ * specialization mode (specialize.c).
+ *
+ * A class call site specialized as CALL_ALLOC_AND_ENTER_INIT inlines the
+ * class's __init__ frame, guarded only by the class's version: pyframe's
+ * vectorcall on the function does not keep it away.  So a class whose
+ * __init__ is a Python function of code that is not skipped is "pinned"
+ * while the mode is on: it has no version (compat.h), and no call site
+ * specializes for it, at the cost of its attribute cache.  It is unpinned
+ * once its __init__ is skipped, and when the mode goes off.
+ *
+ * Classes come and change while the mode is on.  Every class registers
+ * itself in its bases' subclass dicts as it is made, and pyframe watches
+ * those dicts (for every class, from `object` down); a type watcher on every
+ * class reports changes (a new __init__, new bases).  Either event puts the
+ * hook back in, and the class is checked before the hook next steps aside:
+ * nothing runs stepped aside in between.
+ */
+#include "specialize.h"
+
+#if PYFRAME_HAS_SPECIALIZATION_MODE
+
+static int type_watcher = -1;
+static int subclasses_watcher = -1;
+/* Owned dict or NULL: id(class) -> (weak reference to it, its tp_versions_used
+ * before pinning). */
+static PyObject *pinned;
+/* Owned dict or NULL: id(class) -> weak reference, for classes made or
+ * changed since they were last checked. */
+static PyObject *to_check;
+/* pyframe is pinning a class: the type watcher hears of it and ignores it. */
+static int pinning;
+
+/* The class's __init__ when it is a Python function (Borrowed), else NULL. */
+static PyFunctionObject *
+class_init_function(PyTypeObject *type)
+{
+    static PyObject *init_name;   /* Owned, for the process. */
+    PyObject *init;               /* Borrowed. */
+
+    if (init_name == NULL && (init_name = PyUnicode_InternFromString("__init__")) == NULL) {
+        PyErr_Clear();
+        return NULL;
+    }
+    init = _PyType_Lookup(type, init_name);
+    return init != NULL && PyFunction_Check(init) ? (PyFunctionObject *)init : NULL;
+}
+
+static int
+class_needs_pin(PyTypeObject *type)
+{
+    PyFunctionObject *init;
+    if (!PyType_HasFeature(type, Py_TPFLAGS_HEAPTYPE) || !compat_class_may_inline_init(type)
+            || (init = class_init_function(type)) == NULL) {
+        return 0;
+    }
+    return !specialize_code_is_free((PyCodeObject *)init->func_code);
+}
+
+static void
+class_unpin_entry(PyObject *entry)
+{
+    PyObject *type = NULL;   /* Owned. */
+    if (PyWeakref_GetRef(PyTuple_GET_ITEM(entry, 0), &type) < 0) {
+        PyErr_WriteUnraisable(NULL);
+        return;
+    }
+    if (type != NULL) {
+        compat_class_unpin((PyTypeObject *)type,
+                           (uint16_t)PyLong_AsLong(PyTuple_GET_ITEM(entry, 1)));
+        Py_DECREF(type);
+    }
+}
+
+/* Pins or unpins `type` as its __init__ now asks.  -1 with an exception. */
+static int
+class_check(PyTypeObject *type)
+{
+    PyObject *key = NULL, *entry = NULL, *ref = NULL, *used = NULL;   /* Owned. */
+    PyObject *alive = NULL;                                          /* Owned. */
+    int needs = class_needs_pin(type), result = -1;
+
+    if (pinned == NULL && (pinned = PyDict_New()) == NULL) {
+        return -1;
+    }
+    if ((key = PyLong_FromVoidPtr(type)) == NULL
+            || PyDict_GetItemRef(pinned, key, &entry) < 0
+            || (entry != NULL && PyWeakref_GetRef(PyTuple_GET_ITEM(entry, 0), &alive) < 0)) {
+        goto done;
+    }
+    if (alive == (PyObject *)type) {   /* pinned already */
+        if (!needs) {
+            class_unpin_entry(entry);
+            if (PyDict_DelItem(pinned, key) < 0) {
+                goto done;
+            }
+        }
+        result = 0;
+        goto done;
+    }
+    if (!needs) {   /* (an entry here is a dead class's at the same address) */
+        result = entry != NULL ? PyDict_DelItem(pinned, key) : 0;
+        goto done;
+    }
+    /* Recorded first, then pinned: the record cannot fail once made. */
+    if ((ref = PyWeakref_NewRef((PyObject *)type, NULL)) == NULL
+            || (used = PyLong_FromLong(type->tp_versions_used)) == NULL) {
+        goto done;
+    }
+    Py_XSETREF(entry, PyTuple_Pack(2, ref, used));
+    if (entry == NULL || PyDict_SetItem(pinned, key, entry) < 0) {
+        goto done;
+    }
+    pinning = 1;
+    (void)compat_class_pin_unversioned(type);
+    pinning = 0;
+    result = 0;
+done:
+    Py_XDECREF(key);
+    Py_XDECREF(entry);
+    Py_XDECREF(ref);
+    Py_XDECREF(used);
+    Py_XDECREF(alive);
+    return result;
+}
+
+/* Remembers `ref` (a weak reference to a class) for checking, and puts the
+ * hook back in until then.  -1 with an exception. */
+static int
+class_to_check(PyObject *key, PyObject *ref)
+{
+    if (to_check == NULL && (to_check = PyDict_New()) == NULL) {
+        return -1;
+    }
+    pyframe_hook_step_in();
+    return PyDict_SetItem(to_check, key, ref);
+}
+
+static int
+type_changed(PyTypeObject *type)
+{
+    PyObject *key, *ref;   /* Owned. */
+    int result;
+
+    if (pinning || !pyframe_specializing) {
+        return 0;
+    }
+    key = PyLong_FromVoidPtr(type);
+    ref = key != NULL ? PyWeakref_NewRef((PyObject *)type, NULL) : NULL;
+    result = ref != NULL ? class_to_check(key, ref) : -1;
+    Py_XDECREF(key);
+    Py_XDECREF(ref);
+    return result;
+}
+
+/* A subclass dict changed: a class being made adds itself (key: its id,
+ * value: a weak reference to it) to each of its bases'.  It is not ready
+ * yet: it is checked later. */
+static int
+subclasses_changed(PyDict_WatchEvent event, PyObject *dict, PyObject *key, PyObject *new_value)
+{
+    if (event != PyDict_EVENT_ADDED || !pyframe_specializing || new_value == NULL
+            || !PyWeakref_Check(new_value)) {
+        return 0;
+    }
+    return class_to_check(key, new_value);
+}
+
+/* Watches the subclass dict of `type` (made if it has none), when it can
+ * have subclasses, and a class for changes.  -1 with an exception. */
+static int
+class_watch(PyTypeObject *type)
+{
+    if (PyType_HasFeature(type, Py_TPFLAGS_BASETYPE)) {
+        PyObject *subclasses = _PyType_InitSubclasses(type);   /* Borrowed. */
+        if (subclasses == NULL || PyDict_Watch(subclasses_watcher, subclasses) < 0) {
+            return -1;
+        }
+    }
+    if (PyType_HasFeature(type, Py_TPFLAGS_HEAPTYPE)) {
+        return PyType_Watch(type_watcher, (PyObject *)type);
+    }
+    return 0;
+}
+
+/* Calls `visit` on every class, from `object` down its subclass dicts.  -1
+ * with an exception. */
+static int
+classes_walk(int (*visit)(PyTypeObject *))
+{
+    PyObject *stack = PyList_New(0);     /* Owned: classes to visit. */
+    PyObject *seen = PySet_New(NULL);    /* Owned: the ids of those found. */
+    int result = -1;
+
+    if (stack == NULL || seen == NULL || PyList_Append(stack, (PyObject *)&PyBaseObject_Type) < 0) {
+        goto done;
+    }
+    while (PyList_GET_SIZE(stack) > 0) {
+        Py_ssize_t last = PyList_GET_SIZE(stack) - 1;
+        PyObject *type = Py_NewRef(PyList_GET_ITEM(stack, last));   /* Owned. */
+        PyObject *subclasses, *ref;                                   /* Borrowed. */
+        Py_ssize_t pos = 0;
+        if (PyList_SetSlice(stack, last, last + 1, NULL) < 0 || visit((PyTypeObject *)type) < 0) {
+            Py_DECREF(type);
+            goto done;
+        }
+        subclasses = _PyType_LookupSubclasses((PyTypeObject *)type);
+        Py_DECREF(type);
+        if (subclasses == NULL) {
+            continue;   /* none */
+        }
+        while (PyDict_Next(subclasses, &pos, NULL, &ref)) {
+            PyObject *subclass = NULL;   /* Owned. */
+            int added;
+            if (PyWeakref_GetRef(ref, &subclass) < 0) {
+                goto done;
+            }
+            if (subclass == NULL) {
+                continue;
+            }
+            /* By id: a metaclass may define __hash__ in Python. */
+            PyObject *id = PyLong_FromVoidPtr(subclass);   /* Owned. */
+            added = id != NULL ? PySet_Contains(seen, id) : -1;
+            if (added == 0) {
+                added = PySet_Add(seen, id) < 0 || PyList_Append(stack, subclass) < 0 ? -1 : 1;
+            }
+            Py_XDECREF(id);
+            Py_DECREF(subclass);
+            if (added < 0) {
+                goto done;
+            }
+        }
+    }
+    result = 0;
+done:
+    Py_XDECREF(stack);
+    Py_XDECREF(seen);
+    return result;
+}
+
+static int
+class_watch_and_check(PyTypeObject *type)
+{
+    return class_watch(type) < 0 ? -1 : class_check(type);
+}
+
+int
+specialize_classes_start(void)
+{
+    if ((type_watcher = PyType_AddWatcher(type_changed)) < 0) {
+        return -1;
+    }
+    if ((subclasses_watcher = PyDict_AddWatcher(subclasses_changed)) < 0) {
+        return -1;
+    }
+    return classes_walk(class_watch_and_check);
+}
+
+int
+specialize_classes_recheck(void)
+{
+    return classes_walk(class_check);
+}
+
+int
+specialize_classes_pending(void)
+{
+    return to_check != NULL && PyDict_GET_SIZE(to_check) > 0;
+}
+
+int
+specialize_classes_settle(void)
+{
+    PyObject *checking = to_check;   /* Owned. */
+    PyObject *ref;                   /* Borrowed. */
+    Py_ssize_t pos = 0;
+    int result = 0;
+
+    if (checking == NULL || PyDict_GET_SIZE(checking) == 0) {
+        return 0;
+    }
+    to_check = NULL;   /* what checking reports afresh goes to a new dict */
+    while (result == 0 && PyDict_Next(checking, &pos, NULL, &ref)) {
+        PyObject *type = NULL;   /* Owned. */
+        if (PyWeakref_GetRef(ref, &type) < 0) {
+            result = -1;
+            break;
+        }
+        if (type != NULL) {
+            result = class_watch_and_check((PyTypeObject *)type);
+            Py_DECREF(type);
+        }
+    }
+    Py_DECREF(checking);
+    return result;
+}
+
+void
+specialize_classes_unpin(int all)
+{
+    PyObject *key, *entry;   /* Borrowed. */
+    PyObject *done;          /* Owned list of keys. */
+    Py_ssize_t pos = 0;
+
+    if (pinned == NULL || PyDict_GET_SIZE(pinned) == 0) {
+        return;
+    }
+    if ((done = PyList_New(0)) == NULL) {
+        PyErr_WriteUnraisable(NULL);
+        return;
+    }
+    while (PyDict_Next(pinned, &pos, &key, &entry)) {
+        PyObject *type = NULL;   /* Owned. */
+        if (PyWeakref_GetRef(PyTuple_GET_ITEM(entry, 0), &type) < 0) {
+            PyErr_WriteUnraisable(NULL);
+            continue;
+        }
+        int keep = type != NULL && !all && class_needs_pin((PyTypeObject *)type);
+        Py_XDECREF(type);
+        if (keep) {
+            continue;
+        }
+        class_unpin_entry(entry);
+        if (PyList_Append(done, key) < 0) {
+            PyErr_WriteUnraisable(NULL);
+            break;
+        }
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(done); i++) {
+        if (PyDict_DelItem(pinned, PyList_GET_ITEM(done, i)) < 0) {
+            PyErr_WriteUnraisable(NULL);
+        }
+    }
+    Py_DECREF(done);
+}
+
+void
+specialize_classes_stop(void)
+{
+    specialize_classes_unpin(1);
+    Py_CLEAR(to_check);
+    /* Classes and dicts keep their watched bits; with the watchers cleared
+     * CPython calls nothing for them. */
+    if (type_watcher >= 0 && PyType_ClearWatcher(type_watcher) < 0) {
+        PyErr_WriteUnraisable(NULL);
+    }
+    if (subclasses_watcher >= 0 && PyDict_ClearWatcher(subclasses_watcher) < 0) {
+        PyErr_WriteUnraisable(NULL);
+    }
+    type_watcher = subclasses_watcher = -1;
+}
+
+#endif
