@@ -4,6 +4,7 @@ import contextlib
 import dis
 import gc
 import inspect
+import os
 import sys
 import tracemalloc
 import types
@@ -23,6 +24,10 @@ PY312 = sys.version_info >= (3, 12)
 CALLER_POPS_FRAME = not PY312
 PY313 = sys.version_info >= (3, 13)
 PY314 = sys.version_info >= (3, 14)
+# Specialization mode (pyframe.set_specialization) needs CPython 3.15
+# (gh-146031); PYFRAME_TEST_SPECIALIZATION=1 runs every test in it there.
+PY315 = sys.version_info >= (3, 15)
+IN_SPECIALIZATION_MODE = PY315 and os.environ.get("PYFRAME_TEST_SPECIALIZATION") == "1"
 
 # Modules in syntax 3.11 cannot parse: a skip marker would come too late.
 collect_ignore = [] if PY312 else ["test_entry_locals_pep695.py"]
@@ -72,6 +77,20 @@ def no_leaked_hook():
         pyframe.reset()
     assert leaked is None, f"test left a pyframe callback installed: {leaked!r}"
     assert not pyframe.hook_installed(), "test left pyframe's PEP 523 hook installed"
+
+
+@pytest.fixture(autouse=True)
+def specialization_mode():
+    """With PYFRAME_TEST_SPECIALIZATION=1 (3.15+), every test runs in
+    specialization mode: switched on before it, off after it, failing or not."""
+    if not IN_SPECIALIZATION_MODE:
+        yield
+        return
+    pyframe.set_specialization(True)
+    try:
+        yield
+    finally:
+        pyframe.set_specialization(False)
 
 
 # ---- entry-locals recording: pyframe against CPython's own f_locals --------
@@ -200,7 +219,7 @@ def record_entries_traced(func, *args, **kwargs):
         _use_settrace[0] = False
 
 
-def record_entries(func, *args, **kwargs):
+def record_entries(func, *args, skip=(), **kwargs):
     """Run func(*args, **kwargs) with a pyframe callback and CPython's own
     view of each frame's first traced line both active (a sys.monitoring
     PY_START callback; on 3.11 a sys.settrace 'call' event at the RESUME
@@ -213,17 +232,22 @@ def record_entries(func, *args, **kwargs):
     the first next()/send(): func must start them in the order it made them,
     and before it changes what their closures hold.  Pairs come in the order
     pyframe first met each code object.  An exception from func propagates
-    after both recorders are removed.
+    after both recorders are removed.  The callback returns pyframe.SKIP for
+    the code objects in `skip`, and neither recorder keeps their frames.
     """
     seen = defaultdict(list)  # code -> [(dict, mapping, localsplus, f_lasti, is_generator)]
     oracle = defaultdict(list)  # code -> [(dict, mapping)]
     # While pyframe's callback runs, Python code it triggers (a custom
     # mapping's methods, say) is invisible to pyframe: PY_START must skip it.
     inside = [False]
+    # By identity: equal code objects (two compiles of one source) are not the same code.
+    skip_ids = {id(code) for code in skip}
 
     # Both recorders make only C-level calls (dict(), list.append, attribute
     # reads), so neither runs Python frames that one would see and the other not.
     def on_frame(frame):
+        if id(frame.f_code) in skip_ids:
+            return pyframe.SKIP
         inside[0] = True
         mapping = frame.f_locals
         seen[frame.f_code].append(
@@ -233,7 +257,7 @@ def record_entries(func, *args, **kwargs):
 
     def on_start(code, frame):
         # on_frame's own frame starts before it can raise the flag.
-        if inside[0] or code is own_code:
+        if inside[0] or code is own_code or id(code) in skip_ids:
             return
         mapping = frame.f_locals
         oracle[code].append((dict(mapping), mapping))
