@@ -76,6 +76,17 @@ def _pyframe_mode(make_callback):
     return activate
 
 
+@contextlib.contextmanager
+def _pyframe_skip_specialized(env):
+    pyframe = env.pyframe
+    pyframe.set_specialization(True)
+    try:
+        with _pyframe_mode(_skip_callback)(env):
+            yield
+    finally:
+        pyframe.set_specialization(False)
+
+
 def _skip_callback(pyframe):
     skip = pyframe.SKIP
 
@@ -236,6 +247,14 @@ def _needs_compiled(env):
     return None
 
 
+def _needs_specialization_mode(env):
+    if env.pyframe is None:
+        return env.pyframe_reason
+    if sys.version_info < (3, 15) or not hasattr(env.pyframe, "set_specialization"):
+        return "pyframe's specialization mode needs CPython 3.15"
+    return None
+
+
 def _needs_dynamo(env):
     return env.dynamo_reason
 
@@ -266,6 +285,13 @@ MODES = [
         "pyframe, callback returns SKIP",
         _pyframe_mode(_skip_callback),
         _needs_pyframe,
+    ),
+    Mode(
+        "pyframe-skip-spec",
+        "pyframe",
+        "pyframe in the specialization mode, callback returns SKIP",
+        _pyframe_skip_specialized,
+        _needs_specialization_mode,
     ),
     Mode(
         "pyframe-observe",
@@ -340,6 +366,8 @@ def check_clean(env):
         env.pyframe.hook_installed() or env.pyframe.get_callback() is not None
     ):
         left.append("pyframe")
+    if env.pyframe is not None and getattr(env.pyframe, "specialization_enabled", bool)():
+        left.append("pyframe's specialization mode")
     if sys.gettrace() is not None:
         left.append("sys.settrace")
     dynamo = env.dynamo
