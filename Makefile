@@ -37,8 +37,8 @@ run: $(VENV)/bin/python  ## build pyframe; run examples/hello.py (print entry lo
 	$(VENV)/bin/python examples/hello.py
 	$(VENV)/bin/python examples/compiled.py
 
-test: $(TOOLS)/bin/tox  ## the tests on 3.11-3.15, next to TorchDynamo (torch 2.13; 2.15 on 3.15; ~5 GB each), and lint, as CI does
-	$(TOOLS)/bin/tox run -e $(TOX_PY),$(subst $(comma),-torch$(comma),$(TOX_PY))-torch,lint
+test: $(TOOLS)/bin/tox  ## the tests on 3.11-3.15 (3.15 also in the specialization mode), next to TorchDynamo (torch 2.13; 2.15 on 3.15; ~5 GB each), and lint, as CI does
+	$(TOOLS)/bin/tox run -e $(TOX_PY),py315-spec,$(subst $(comma),-torch$(comma),$(TOX_PY))-torch,lint
 
 dev:  ## editable installs in .venv-3.11 ... .venv-3.15 for quick pytest runs
 	for py in $(PYTHONS); do \
