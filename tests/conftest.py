@@ -3,6 +3,7 @@
 import contextlib
 import dis
 import gc
+import importlib.util
 import inspect
 import os
 import sys
@@ -91,6 +92,31 @@ def specialization_mode():
         yield
     finally:
         pyframe.set_specialization(False)
+
+
+# ---- tools/floorhook: another PEP 523 function, for chaining tests ----------
+
+FLOORHOOK_BUILDER = os.path.join(
+    os.path.dirname(__file__), os.pardir, "tools", "floorhook", "build.py"
+)
+
+
+def load_floorhook(directory):
+    """Builds tools/floorhook (a pass-through PEP 523 function that counts
+    frames) into `directory` and imports it."""
+    spec = importlib.util.spec_from_file_location("floorhook_build", FLOORHOOK_BUILDER)
+    builder = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(builder)
+    return builder.load(str(directory))
+
+
+@pytest.fixture(scope="module")
+def floorhook(tmp_path_factory):
+    """tools/floorhook, uninstalled after the module if a test left it in."""
+    module = load_floorhook(tmp_path_factory.mktemp("floorhook"))
+    yield module
+    if module.installed():
+        module.uninstall()
 
 
 # ---- entry-locals recording: pyframe against CPython's own f_locals --------

@@ -5,26 +5,10 @@ evaluates; it stands in for the other tool.
 """
 
 import ctypes
-import importlib.util
-import os
 
-import pytest
 from conftest import PY312, with_const
 
 import pyframe
-
-BUILDER = os.path.join(os.path.dirname(__file__), os.pardir, "tools", "floorhook", "build.py")
-
-
-@pytest.fixture(scope="module")
-def floorhook(tmp_path_factory):
-    spec = importlib.util.spec_from_file_location("floorhook_build", BUILDER)
-    builder = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(builder)
-    module = builder.load(str(tmp_path_factory.mktemp("floorhook")))
-    yield module
-    if module.installed():
-        module.uninstall()
 
 
 def work(n):

@@ -7,9 +7,6 @@ reach pyframe's callback, then the other function, and removing pyframe's
 callback leaves the other one installed.
 """
 
-import importlib.util
-import os
-
 import pytest
 from conftest import PY315
 from specialization_support import aside, mode_off_at_start, specialization  # noqa: F401
@@ -19,21 +16,6 @@ import pyframe
 pytestmark = pytest.mark.skipif(not PY315, reason="CPython 3.15 behaviour (gh-146031)")
 
 # mode_off_at_start, imported above, is autouse: it applies to every test here.
-
-BUILDER = os.path.join(
-    os.path.dirname(__file__), os.pardir, os.pardir, "tools", "floorhook", "build.py"
-)
-
-
-@pytest.fixture(scope="module")
-def floorhook(tmp_path_factory):
-    spec = importlib.util.spec_from_file_location("floorhook_build", BUILDER)
-    builder = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(builder)
-    module = builder.load(str(tmp_path_factory.mktemp("floorhook")))
-    yield module
-    if module.installed():
-        module.uninstall()
 
 
 def work(n):

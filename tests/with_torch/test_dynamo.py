@@ -37,8 +37,6 @@ check that nothing is left installed.
 import collections
 import contextlib
 import ctypes
-import importlib.util
-import os
 import subprocess
 import sys
 import textwrap
@@ -51,7 +49,7 @@ import pytest
 torch = pytest.importorskip("torch", minversion="2.13")
 
 import dynamo_corpus as corpus  # noqa: E402
-from conftest import PY313, locals_difference, record_entries  # noqa: E402
+from conftest import PY313, load_floorhook, locals_difference, record_entries  # noqa: E402
 from torch._C._dynamo import eval_frame as dynamo_eval_frame  # noqa: E402
 from torch._dynamo.types import (  # noqa: E402
     ConvertFrameReturn,
@@ -60,10 +58,6 @@ from torch._dynamo.types import (  # noqa: E402
 )
 
 import pyframe  # noqa: E402
-
-FLOORHOOK_BUILDER = os.path.join(
-    os.path.dirname(__file__), os.pardir, os.pardir, "tools", "floorhook", "build.py"
-)
 
 # ---- which PEP 523 function is installed -------------------------------------
 
@@ -127,13 +121,6 @@ def dynamo_raw_hook(callback):
         yield callback
     finally:
         dynamo_eval_frame.set_eval_frame(previous)
-
-
-def load_floorhook(directory):
-    spec = importlib.util.spec_from_file_location("floorhook_build", FLOORHOOK_BUILDER)
-    builder = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(builder)
-    return builder.load(str(directory))
 
 
 @pytest.fixture(scope="module")
