@@ -334,13 +334,30 @@ specialize_classes_unpin(int all)
     Py_DECREF(done);
 }
 
+/* Stops watching `type` and its subclass dict: a watcher registered later
+ * under the same id must not hear of them. */
+static int
+class_unwatch(PyTypeObject *type)
+{
+    PyObject *subclasses = _PyType_LookupSubclasses(type);   /* Borrowed. */
+    if (subclasses != NULL && PyDict_Unwatch(subclasses_watcher, subclasses) < 0) {
+        return -1;
+    }
+    if (PyType_HasFeature(type, Py_TPFLAGS_HEAPTYPE)
+            && PyType_Unwatch(type_watcher, (PyObject *)type) < 0) {
+        return -1;
+    }
+    return 0;
+}
+
 void
 specialize_classes_stop(void)
 {
     specialize_classes_unpin(1);
     Py_CLEAR(to_check);
-    /* Classes and dicts keep their watched bits; with the watchers cleared
-     * CPython calls nothing for them. */
+    if (type_watcher >= 0 && subclasses_watcher >= 0 && classes_walk(class_unwatch) < 0) {
+        PyErr_WriteUnraisable(NULL);
+    }
     if (type_watcher >= 0 && PyType_ClearWatcher(type_watcher) < 0) {
         PyErr_WriteUnraisable(NULL);
     }
