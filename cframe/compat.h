@@ -440,32 +440,49 @@ compat_code_set_version(PyCodeObject *code, uint32_t version)
     code->co_version = version;
 }
 
-/* CALL_ALLOC_AND_ENTER_INIT inlines the __init__ it cached on a class (for
- * classes using object.__new__) without checking that function's version or
- * vectorcall; only the class's version guards it.  A class whose
- * tp_versions_used reads _Py_ATTR_CACHE_UNUSED gets no version (CPython sets
- * it so for classes with a custom mro), so no call site specializes for it.
- * Pinning also drops the version the class has, and with it what call sites
- * cached; it returns what tp_versions_used held, for unpinning. */
+/* CALL_ALLOC_AND_ENTER_INIT inlines the __init__ it cached on a class
+ * without checking that function's version or vectorcall; only the class's
+ * version guards it.  CPython's specializer makes that call site only for a
+ * class that uses object.__new__ and PyType_GenericAlloc itself: a class
+ * whose tp_alloc is another function (one that calls PyType_GenericAlloc,
+ * so objects are made the same way) never gets one, while its version, and
+ * with it every other specialization on the class and its instances, stay.
+ * Blocking also drops the class's version once (PyType_Modified), and with it
+ * the __init__ call sites cached. */
+static PyObject *
+compat_blocked_alloc(PyTypeObject *type, Py_ssize_t nitems)
+{
+    return PyType_GenericAlloc(type, nitems);
+}
+
+/* 1 when CPython may inline the __init__ of `type` (3.15's
+ * specialize_class_call rules), or pyframe keeps it from doing so. */
 static inline int
 compat_class_may_inline_init(PyTypeObject *type)
 {
-    return type->tp_new == PyBaseObject_Type.tp_new;
+    return type->tp_new == PyBaseObject_Type.tp_new
+           && (type->tp_alloc == PyType_GenericAlloc || type->tp_alloc == compat_blocked_alloc);
 }
 
-static inline uint16_t
-compat_class_pin_unversioned(PyTypeObject *type)
+static inline int
+compat_class_init_blocked(PyTypeObject *type)
 {
-    uint16_t used = type->tp_versions_used;
-    PyType_Modified(type);
-    type->tp_versions_used = _Py_ATTR_CACHE_UNUSED;
-    return used;
+    return type->tp_alloc == compat_blocked_alloc;
 }
 
 static inline void
-compat_class_unpin(PyTypeObject *type, uint16_t used)
+compat_class_block_init(PyTypeObject *type)
 {
-    type->tp_versions_used = used;
+    type->tp_alloc = compat_blocked_alloc;
+    PyType_Modified(type);
+}
+
+static inline void
+compat_class_unblock_init(PyTypeObject *type)
+{
+    if (type->tp_alloc == compat_blocked_alloc) {
+        type->tp_alloc = PyType_GenericAlloc;
+    }
 }
 #endif
 

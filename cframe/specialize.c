@@ -16,9 +16,9 @@
  *   makes the code's version after the function watcher saw them;
  * - functions that exist when the mode goes on are found by walking the
  *   garbage collector's objects, new ones by a function watcher;
- * - a class whose __init__ is not skipped is kept unversioned, since
- *   CALL_ALLOC_AND_ENTER_INIT inlines __init__ checking only the class's
- *   version (specialize_classes.c);
+ * - a class whose __init__ is not skipped gets no CALL_ALLOC_AND_ENTER_INIT
+ *   call sites, which inline __init__ checking only the class's version
+ *   (specialize_classes.c);
  * - a function made by C code rather than by MAKE_FUNCTION (exec, eval,
  *   types.FunctionType), and a class body, are run by C without a call
  *   through their vectorcall: making one while stepped aside puts the hook
@@ -205,7 +205,7 @@ function_release(PyFunctionObject *func)
     }
     released_since_walk++;
     if (PyUnicode_EqualToUTF8(code->co_name, "__init__")) {
-        specialize_classes_unpin(0);   /* classes whose __init__ this is */
+        specialize_classes_unblock(0);   /* classes whose __init__ this is */
     }
 }
 

@@ -56,7 +56,7 @@ specialize_code_is_free(PyCodeObject *code)
 }
 
 /* specialize_classes.c: classes whose __init__ must reach the hook. */
-/* Watches every class and pins those that need it.  -1 with an exception. */
+/* Watches every class and blocks those that need it.  -1 with an exception. */
 int specialize_classes_start(void);
 /* Checks every class again (decisions changed).  -1 with an exception. */
 int specialize_classes_recheck(void);
@@ -66,8 +66,8 @@ int specialize_classes_pending(void);
 int specialize_classes_settle(void);
 /* Lets classes inline their __init__ again: those whose __init__ is skipped
  * now, or all of them. */
-void specialize_classes_unpin(int all);
-/* Unpins every class and stops watching. */
+void specialize_classes_unblock(int all);
+/* Unblocks every class and stops watching. */
 void specialize_classes_stop(void);
 
 #else

@@ -3,11 +3,11 @@
  *
  * A class call site specialized as CALL_ALLOC_AND_ENTER_INIT inlines the
  * class's __init__ frame, guarded only by the class's version: pyframe's
- * vectorcall on the function does not keep it away.  So a class whose
- * __init__ is a Python function of code that is not skipped is "pinned"
- * while the mode is on: it has no version (compat.h), and no call site
- * specializes for it, at the cost of its attribute cache.  It is unpinned
- * once its __init__ is skipped, and when the mode goes off.
+ * vectorcall on the function does not keep it away.  So while the mode is on,
+ * a class whose __init__ is a Python function of code that is not skipped is
+ * "blocked": CPython no longer makes such call sites for it (compat.h), while
+ * every other specialization on the class stays.  It is unblocked once its
+ * __init__ is skipped, and when the mode goes off.
  *
  * Classes come and change while the mode is on.  Every class registers
  * itself in its bases' subclass dicts as it is made, and pyframe watches
@@ -22,14 +22,14 @@
 
 static int type_watcher = -1;
 static int subclasses_watcher = -1;
-/* Owned dict or NULL: id(class) -> (weak reference to it, its tp_versions_used
- * before pinning). */
-static PyObject *pinned;
+/* Owned dict or NULL: id(class) -> weak reference, for the classes pyframe
+ * blocked. */
+static PyObject *blocked;
 /* Owned dict or NULL: id(class) -> weak reference, for classes made or
  * changed since they were last checked. */
 static PyObject *to_check;
-/* pyframe is pinning a class: the type watcher hears of it and ignores it. */
-static int pinning;
+/* pyframe is blocking a class: the type watcher hears of it and ignores it. */
+static int blocking;
 
 /* The class's __init__ when it is a Python function (Borrowed), else NULL. */
 static PyFunctionObject *
@@ -47,7 +47,7 @@ class_init_function(PyTypeObject *type)
 }
 
 static int
-class_needs_pin(PyTypeObject *type)
+class_needs_block(PyTypeObject *type)
 {
     PyFunctionObject *init;
     if (!PyType_HasFeature(type, Py_TPFLAGS_HEAPTYPE) || !compat_class_may_inline_init(type)
@@ -57,70 +57,38 @@ class_needs_pin(PyTypeObject *type)
     return !specialize_code_is_free((PyCodeObject *)init->func_code);
 }
 
-static void
-class_unpin_entry(PyObject *entry)
-{
-    PyObject *type = NULL;   /* Owned. */
-    if (PyWeakref_GetRef(PyTuple_GET_ITEM(entry, 0), &type) < 0) {
-        PyErr_WriteUnraisable(NULL);
-        return;
-    }
-    if (type != NULL) {
-        compat_class_unpin((PyTypeObject *)type,
-                           (uint16_t)PyLong_AsLong(PyTuple_GET_ITEM(entry, 1)));
-        Py_DECREF(type);
-    }
-}
-
-/* Pins or unpins `type` as its __init__ now asks.  -1 with an exception. */
+/* Blocks or unblocks `type` as its __init__ now asks.  -1 with an exception. */
 static int
 class_check(PyTypeObject *type)
 {
-    PyObject *key = NULL, *entry = NULL, *ref = NULL, *used = NULL;   /* Owned. */
-    PyObject *alive = NULL;                                          /* Owned. */
-    int needs = class_needs_pin(type), result = -1;
+    PyObject *key, *ref;   /* Owned. */
+    int needs = class_needs_block(type), result;
 
-    if (pinned == NULL && (pinned = PyDict_New()) == NULL) {
+    if (needs == compat_class_init_blocked(type)) {
+        return 0;
+    }
+    if (blocked == NULL && (blocked = PyDict_New()) == NULL) {
         return -1;
     }
-    if ((key = PyLong_FromVoidPtr(type)) == NULL
-            || PyDict_GetItemRef(pinned, key, &entry) < 0
-            || (entry != NULL && PyWeakref_GetRef(PyTuple_GET_ITEM(entry, 0), &alive) < 0)) {
-        goto done;
+    if ((key = PyLong_FromVoidPtr(type)) == NULL) {
+        return -1;
     }
-    if (alive == (PyObject *)type) {   /* pinned already */
-        if (!needs) {
-            class_unpin_entry(entry);
-            if (PyDict_DelItem(pinned, key) < 0) {
-                goto done;
-            }
-        }
-        result = 0;
-        goto done;
+    if (!needs) {
+        compat_class_unblock_init(type);
+        result = PyDict_Pop(blocked, key, NULL) < 0 ? -1 : 0;
+        Py_DECREF(key);
+        return result;
     }
-    if (!needs) {   /* (an entry here is a dead class's at the same address) */
-        result = entry != NULL ? PyDict_DelItem(pinned, key) : 0;
-        goto done;
-    }
-    /* Recorded first, then pinned: the record cannot fail once made. */
-    if ((ref = PyWeakref_NewRef((PyObject *)type, NULL)) == NULL
-            || (used = PyLong_FromLong(type->tp_versions_used)) == NULL) {
-        goto done;
-    }
-    Py_XSETREF(entry, PyTuple_Pack(2, ref, used));
-    if (entry == NULL || PyDict_SetItem(pinned, key, entry) < 0) {
-        goto done;
-    }
-    pinning = 1;
-    (void)compat_class_pin_unversioned(type);
-    pinning = 0;
-    result = 0;
-done:
-    Py_XDECREF(key);
-    Py_XDECREF(entry);
+    /* Recorded first, then blocked: nothing fails after. */
+    ref = PyWeakref_NewRef((PyObject *)type, NULL);
+    result = ref != NULL ? PyDict_SetItem(blocked, key, ref) : -1;
+    Py_DECREF(key);
     Py_XDECREF(ref);
-    Py_XDECREF(used);
-    Py_XDECREF(alive);
+    if (result == 0) {
+        blocking = 1;
+        compat_class_block_init(type);
+        blocking = 0;
+    }
     return result;
 }
 
@@ -142,7 +110,7 @@ type_changed(PyTypeObject *type)
     PyObject *key, *ref;   /* Owned. */
     int result;
 
-    if (pinning || !pyframe_specializing) {
+    if (blocking || !pyframe_specializing) {
         return 0;
     }
     key = PyLong_FromVoidPtr(type);
@@ -296,38 +264,40 @@ specialize_classes_settle(void)
 }
 
 void
-specialize_classes_unpin(int all)
+specialize_classes_unblock(int all)
 {
-    PyObject *key, *entry;   /* Borrowed. */
-    PyObject *done;          /* Owned list of keys. */
+    PyObject *key, *ref;   /* Borrowed. */
+    PyObject *done;        /* Owned list of keys. */
     Py_ssize_t pos = 0;
 
-    if (pinned == NULL || PyDict_GET_SIZE(pinned) == 0) {
+    if (blocked == NULL || PyDict_GET_SIZE(blocked) == 0) {
         return;
     }
     if ((done = PyList_New(0)) == NULL) {
         PyErr_WriteUnraisable(NULL);
         return;
     }
-    while (PyDict_Next(pinned, &pos, &key, &entry)) {
+    while (PyDict_Next(blocked, &pos, &key, &ref)) {
         PyObject *type = NULL;   /* Owned. */
-        if (PyWeakref_GetRef(PyTuple_GET_ITEM(entry, 0), &type) < 0) {
+        if (PyWeakref_GetRef(ref, &type) < 0) {
             PyErr_WriteUnraisable(NULL);
             continue;
         }
-        int keep = type != NULL && !all && class_needs_pin((PyTypeObject *)type);
-        Py_XDECREF(type);
-        if (keep) {
+        if (type != NULL && !all && class_needs_block((PyTypeObject *)type)) {
+            Py_DECREF(type);
             continue;
         }
-        class_unpin_entry(entry);
+        if (type != NULL) {
+            compat_class_unblock_init((PyTypeObject *)type);
+            Py_DECREF(type);
+        }
         if (PyList_Append(done, key) < 0) {
             PyErr_WriteUnraisable(NULL);
             break;
         }
     }
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(done); i++) {
-        if (PyDict_DelItem(pinned, PyList_GET_ITEM(done, i)) < 0) {
+        if (PyDict_DelItem(blocked, PyList_GET_ITEM(done, i)) < 0) {
             PyErr_WriteUnraisable(NULL);
         }
     }
@@ -339,6 +309,8 @@ specialize_classes_unpin(int all)
 static int
 class_unwatch(PyTypeObject *type)
 {
+    /* Also classes made after their base was blocked, which inherited it. */
+    compat_class_unblock_init(type);
     PyObject *subclasses = _PyType_LookupSubclasses(type);   /* Borrowed. */
     if (subclasses != NULL && PyDict_Unwatch(subclasses_watcher, subclasses) < 0) {
         return -1;
@@ -353,7 +325,7 @@ class_unwatch(PyTypeObject *type)
 void
 specialize_classes_stop(void)
 {
-    specialize_classes_unpin(1);
+    specialize_classes_unblock(1);
     Py_CLEAR(to_check);
     if (type_watcher >= 0 && subclasses_watcher >= 0 && classes_walk(class_unwatch) < 0) {
         PyErr_WriteUnraisable(NULL);

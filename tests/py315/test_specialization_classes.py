@@ -1,11 +1,12 @@
 """CPython 3.15+: classes made or changed while the mode is on.
 
 A `Cls(...)` call site specialized as CALL_ALLOC_AND_ENTER_INIT enters
-__init__ checking only the class's version, so pyframe keeps every class whose
-__init__ is not skipped unversioned.  These tests make and change classes
-where the mode has had no chance to walk them: inside skipped code, at call
-sites that specialize on their second run (CPython's warm-up), so that the
-first time the site meets the class is also the time it specializes for it.
+__init__ checking only the class's version, so pyframe keeps CPython from
+making such call sites for every class whose __init__ is not skipped.  These
+tests make and change classes where the mode has had no chance to walk them:
+inside skipped code, at call sites that specialize on their second run
+(CPython's warm-up), so that the first time the site meets the class is also
+the time it specializes for it.
 """
 
 import types
@@ -157,8 +158,8 @@ def test_new_bases_that_bring_an_observed_init_are_seen():
 
 
 def test_a_class_whose_init_is_skipped_is_inlined_again():
-    # Kept unversioned while its __init__ is observed, the class gets its
-    # version back once the callback skips __init__.
+    # Kept from CALL_ALLOC_AND_ENTER_INIT while its __init__ is observed, the
+    # class gets it back once the callback skips __init__.
     class Later:
         def __init__(self):
             pass
