@@ -434,9 +434,24 @@ compat_code_version(PyCodeObject *code)
     return code->co_version;
 }
 
+/* The interpreter's function-version cache keeps borrowed references to
+ * code objects by version, and a dying code object leaves it by the version
+ * it has then: one whose co_version goes to 0 leaves it first, or its slot
+ * would point to freed memory once the code object is gone (memcheck saw
+ * that read).  Leaving the cache only makes a later lookup by that version
+ * miss. */
 static inline void
 compat_code_set_version(PyCodeObject *code, uint32_t version)
 {
+    if (version == 0 && code->co_version != 0) {
+        struct _func_version_cache_item *slot =
+            &PyInterpreterState_Get()->func_state
+                 .func_version_cache[code->co_version % FUNC_VERSION_CACHE_SIZE];
+        if (slot->code == (PyObject *)code) {
+            slot->code = NULL;
+            slot->func = NULL;
+        }
+    }
     code->co_version = version;
 }
 
