@@ -112,9 +112,18 @@ def count_frames(run, *args, skip=(), calls=2):
         counts[key] = counts.get(key, 0) + 1
         return None
 
-    with pyframe.callback(callback):
-        for _ in range(calls):
-            run(*args)
+    # The collector stays off: a collection runs the Python functions in
+    # gc.callbacks (hypothesis installs one) wherever it happens to start,
+    # which would put their frames in one run's counts and not another's.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        with pyframe.callback(callback):
+            for _ in range(calls):
+                run(*args)
+    finally:
+        if was_enabled:
+            gc.enable()
     return counts
 
 
