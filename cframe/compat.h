@@ -71,9 +71,9 @@
  * relies on what 3.15's call paths check before inlining a call: the
  * function's version (CALL_PY_*, CALL_BOUND_METHOD_*, CALL_KW_PY, property
  * and __getitem__ loads) or its vectorcall (generic CALL, CALL_FUNCTION_EX),
- * on MAKE_FUNCTION taking the version from the code's co_version,
- * and on PyType_Modified dropping the __init__ that CALL_ALLOC_AND_ENTER_INIT
- * caches on a class.  gh-146031 (3.15) also added
+ * on MAKE_FUNCTION taking the version from the code's co_version, and on
+ * CALL_ALLOC_AND_ENTER_INIT being made only for classes that allocate with
+ * PyType_GenericAlloc (below).  gh-146031 (3.15) also added
  * _PyInterpreterState_SetEvalFrameAllowSpecialization, which pyframe does not
  * use: with it set, specialized calls still go through the installed
  * function (measured on 3.15.2: every fib frame reached a pass-through hook).

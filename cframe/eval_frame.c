@@ -104,6 +104,17 @@ frames_reach_us(thread_hook *thread)
     return thread->probe_reached;
 }
 
+/* Installs ours over `current`, the function installed now, which runs the
+ * frames ours passes on from then on. */
+static void
+install_over(PyInterpreterState *interp, _PyFrameEvalFunction current)
+{
+    previous_eval = current;
+    pyframe_hook_skip_path_changed();
+    _PyInterpreterState_SetEvalFrameFunc(interp, pyframe_eval_frame);
+    in_chain = 1;
+}
+
 /* Installs the hook while some thread has a callback and removes it when none
  * has.  When another PEP 523 function was installed on top of ours, we leave
  * it in place; ours stays in its chain as a pass-through.  -1 with an
@@ -126,10 +137,7 @@ sync_hook(void)
                 return reached;
             }
         }
-        previous_eval = current;
-        pyframe_hook_skip_path_changed();
-        _PyInterpreterState_SetEvalFrameFunc(interp, pyframe_eval_frame);
-        in_chain = 1;
+        install_over(interp, current);
     }
     else if (threads_with_callback == 0 && current == pyframe_eval_frame) {
         _PyInterpreterState_SetEvalFrameFunc(interp, previous_eval);
@@ -175,14 +183,10 @@ pyframe_hook_step_in(void)
     pyframe_hook_aside = 0;
     interp = PyInterpreterState_Get();
     current = _PyInterpreterState_GetEvalFrameFunc(interp);
-    if (current != _PyEval_EvalFrameDefault && current != pyframe_eval_frame) {
-        /* Installed while ours stood aside, it chains to CPython's: ours
-         * goes over it and runs frames with it. */
-        previous_eval = current;
-        pyframe_hook_skip_path_changed();
-    }
+    /* CPython's, as ours left it; or one installed meanwhile, which chains
+     * to CPython's: ours goes over it and runs frames with it. */
     if (current != pyframe_eval_frame) {
-        _PyInterpreterState_SetEvalFrameFunc(interp, pyframe_eval_frame);
+        install_over(interp, current);
     }
 }
 

@@ -84,7 +84,6 @@ PyObject *pyframe_cache_entries(PyObject *code, pyframe_owner *owner);   /* New.
 
 /* specialize.c: the specialization mode (CPython 3.15+; elsewhere switching
  * it on raises NotImplementedError). */
-int pyframe_specialization_available(void);
 int pyframe_specialization_set(int on);      /* -1 with an exception */
 int pyframe_specialization_enabled(void);
 /* For tests: `func` has pyframe's vectorcall; the hook is stepped aside. */

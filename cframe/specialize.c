@@ -360,8 +360,8 @@ release_all(void)
     return 0;
 }
 
-/* Before the hook steps aside: classes made or changed, and classes whose
- * __init__ has been skipped, since it last looked are seen to. */
+/* Before the hook steps aside: classes made or changed since it last looked
+ * are seen to. */
 int
 pyframe_specialize_may_step_aside(void)
 {
@@ -428,12 +428,6 @@ pyframe_specialization_set(int on)
 }
 
 int
-pyframe_specialization_available(void)
-{
-    return 1;
-}
-
-int
 pyframe_specialization_enabled(void)
 {
     return pyframe_specializing;
@@ -464,12 +458,6 @@ pyframe_specialization_set(int on)
                      "this is %d.%d", PY_MAJOR_VERSION, PY_MINOR_VERSION);
         return -1;
     }
-    return 0;
-}
-
-int
-pyframe_specialization_available(void)
-{
     return 0;
 }
 
