@@ -405,6 +405,32 @@ pyframe_reset_all(pyframe_owner *owner)
     return 0;
 }
 
+/* A decision made for the owner outside a callback: as if its callback had
+ * returned `action` for a frame of the code (PYFRAME_RUN: forget it). */
+int
+pyframe_remember(PyObject *code, pyframe_owner *owner, int action)
+{
+    code_state *state;
+    if (action == PYFRAME_RUN) {
+        if ((state = cache_state_peek((PyCodeObject *)code)) != NULL) {
+            state_forget_decisions(state, owner->serial);
+        }
+    }
+    else if ((state = cache_state_get_or_create((PyCodeObject *)code)) == NULL
+             || cache_remember(state, owner->serial, action) < 0) {
+        return -1;
+    }
+    pyframe_specialize_decisions_changed();   /* a SKIP may have come or gone */
+    return 0;
+}
+
+int
+pyframe_remembered(PyObject *code, pyframe_owner *owner)
+{
+    code_state *state = cache_state_peek((PyCodeObject *)code);
+    return state != NULL ? cache_decision_of(state, owner->serial) : PYFRAME_RUN;
+}
+
 int
 pyframe_set_cache_limit(int limit)
 {

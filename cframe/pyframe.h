@@ -78,6 +78,10 @@ pyframe_owner *pyframe_owner_new(PyObject *self, int limit);  /* NULL with Memor
 void pyframe_owner_free(pyframe_owner *owner);   /* drops its entries, untold */
 int pyframe_reset_code(PyObject *code, pyframe_owner *owner);
 int pyframe_reset_all(pyframe_owner *owner);
+/* The owner's decision about `code` set from outside a callback, as if its
+ * callback had returned it (PYFRAME_RUN forgets it); the decision in force. */
+int pyframe_remember(PyObject *code, pyframe_owner *owner, int action);
+int pyframe_remembered(PyObject *code, pyframe_owner *owner);
 int pyframe_set_cache_limit(int limit);
 int pyframe_get_cache_limit(void);
 PyObject *pyframe_cache_entries(PyObject *code, pyframe_owner *owner);   /* New. */

@@ -55,6 +55,8 @@ cdef extern from "pyframe.h":
         PYFRAME_SKIP_RECURSIVE
         PYFRAME_REPLACE
         PYFRAME_CACHE
+        PYFRAME_RUN_ONLY
+        PYFRAME_RUN_ONLY_RECURSIVE
 
     int pyframe_hook_init(const pyframe_layer *layer) except -1
     PyObject *pyframe_thread_get_callback()
@@ -65,6 +67,8 @@ cdef extern from "pyframe.h":
     void pyframe_owner_free(pyframe_owner *owner)
     int pyframe_reset_code(object code, pyframe_owner *owner) except -1
     int pyframe_reset_all(pyframe_owner *owner) except -1
+    int pyframe_remember(object code, pyframe_owner *owner, int action) except -1
+    int pyframe_remembered(object code, pyframe_owner *owner)
     int pyframe_set_cache_limit(int limit) except -1
     int pyframe_get_cache_limit()
     object pyframe_cache_entries(object code, pyframe_owner *owner)
@@ -120,6 +124,15 @@ SKIP_RECURSIVE = _SKIP_RECURSIVE
 RUN_ONLY = _RUN_ONLY
 RUN_ONLY_RECURSIVE = _RUN_ONLY_RECURSIVE
 UNBOUND = _UNBOUND
+
+# A remembered action (cframe's PYFRAME_*) as what a callback returns for it.
+cdef dict _DECISION_NAMES = {
+    PYFRAME_RUN: None,
+    PYFRAME_SKIP: _SKIP,
+    PYFRAME_SKIP_RECURSIVE: _SKIP_RECURSIVE,
+    PYFRAME_RUN_ONLY: _RUN_ONLY,
+    PYFRAME_RUN_ONLY_RECURSIVE: _RUN_ONLY_RECURSIVE,
+}
 
 cdef int _CO_GENERATOR_LIKE = 0x20 | 0x80 | 0x200   # generator, coroutine, async generator
 
@@ -518,6 +531,39 @@ def reset(code=None, *, cache=None):
         raise TypeError("pyframe.reset() expects a code object or None; got %s"
                         % _describe(code))
     pyframe_reset_code(code, owner)
+
+
+def remember(code, decision, *, cache):
+    """Make `decision` for `code` in `cache` without waiting for a frame: as if
+    the callback installed with `cache` had returned it for a frame of `code`
+    (pyframe.SKIP, SKIP_RECURSIVE, RUN_ONLY or RUN_ONLY_RECURSIVE); None
+    forgets the decision, so that the callback is asked again.  Cached
+    entries are kept either way."""
+    cdef pyframe_owner *owner = _owner_of("remember", cache)
+    cdef int action
+    _check_code("remember", code)
+    if decision is None:
+        action = PYFRAME_RUN
+    elif decision is _SKIP:
+        action = PYFRAME_SKIP
+    elif decision is _SKIP_RECURSIVE:
+        action = PYFRAME_SKIP_RECURSIVE
+    elif decision is _RUN_ONLY:
+        action = PYFRAME_RUN_ONLY
+    elif decision is _RUN_ONLY_RECURSIVE:
+        action = PYFRAME_RUN_ONLY_RECURSIVE
+    else:
+        raise TypeError("pyframe.remember() expects decision to be None, pyframe.SKIP, "
+                        "pyframe.SKIP_RECURSIVE, pyframe.RUN_ONLY or "
+                        "pyframe.RUN_ONLY_RECURSIVE; got %s" % _describe(decision))
+    pyframe_remember(code, owner, action)
+
+
+def remembered(code, *, cache):
+    """The decision `cache` holds for `code` (a sentinel), or None."""
+    cdef pyframe_owner *owner = _owner_of("remembered", cache)
+    _check_code("remembered", code)
+    return _DECISION_NAMES[pyframe_remembered(code, owner)]
 
 
 cdef int _check_code(str function, object code) except -1:
