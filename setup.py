@@ -18,6 +18,7 @@ if _reason is not None:
 
 from setuptools import Extension, setup  # noqa: E402
 from setuptools.command.build_ext import build_ext  # noqa: E402
+from setuptools.command.build_py import build_py  # noqa: E402
 
 
 def _flag(name):
@@ -54,6 +55,22 @@ class BuildExt(build_ext):
         super().build_extensions()
 
 
+class BuildPy(build_py):
+    """Also puts pyframe-dynamo.pth at the top of the wheel, so that it lands
+    in site-packages: PYFRAME_DYNAMO=1 then runs TorchDynamo on pyframe in
+    every process (pyframe/_dynamo_startup.py)."""
+
+    PTH = "pyframe-dynamo.pth"
+
+    def run(self):
+        super().run()
+        if not self.editable_mode:
+            self.copy_file(os.path.join(HERE, self.PTH), os.path.join(self.build_lib, self.PTH))
+
+    def get_outputs(self, include_bytecode=True):
+        return super().get_outputs(include_bytecode) + [os.path.join(self.build_lib, self.PTH)]
+
+
 compile_args = ["-Wall", "-Wextra", "-Wno-unused-parameter", "-std=gnu11", "-fvisibility=hidden"]
 if _flag("PYFRAME_DEBUG"):
     compile_args += ["-UNDEBUG", "-O1", "-g"]
@@ -75,5 +92,5 @@ extension = Extension(
 
 setup(
     ext_modules=[extension],
-    cmdclass={"build_ext": BuildExt},
+    cmdclass={"build_ext": BuildExt, "build_py": BuildPy},
 )

@@ -1,0 +1,72 @@
+"""PYFRAME_DYNAMO=1: pyframe.dynamo.install() in every process, at start.
+
+The pyframe-dynamo.pth file pyframe's wheel puts in site-packages imports
+this module at interpreter start when PYFRAME_DYNAMO is set (to anything but
+"" or "0"); it imports neither torch nor pyframe.dynamo.  A process that
+never imports torch._dynamo pays nothing more; in one that does,
+pyframe.dynamo.install() runs as soon as torch._dynamo's own import is done,
+before any of it is used.  A .pth file rather than sitecustomize: a program
+or a test runner may have its own sitecustomize, and the .pth reaches every
+interpreter of the environment, the subprocesses a test starts included.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import os
+import sys
+from typing import Any
+
+ENVIRONMENT_VARIABLE = "PYFRAME_DYNAMO"
+_TARGET = "torch._dynamo"
+
+
+def wanted() -> bool:
+    return os.environ.get(ENVIRONMENT_VARIABLE, "") not in ("", "0")
+
+
+def _install() -> None:
+    import pyframe.dynamo
+
+    pyframe.dynamo.install()
+
+
+class _Loader(importlib.abc.Loader):
+    """torch._dynamo's own loader, then install()."""
+
+    def __init__(self, loader: Any) -> None:
+        self._loader = loader
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> Any:
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module: Any) -> None:
+        self._loader.exec_module(module)
+        _install()
+
+
+class _Finder(importlib.abc.MetaPathFinder):
+    """Finds torch._dynamo as the other finders do, with _Loader; then
+    leaves sys.meta_path."""
+
+    def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
+        if name != _TARGET:
+            return None
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
+        spec = importlib.machinery.PathFinder.find_spec(name, path, target)
+        if spec is None or spec.loader is None:
+            return spec
+        spec.loader = _Loader(spec.loader)
+        return spec
+
+
+def start() -> None:
+    """Called by pyframe-dynamo.pth."""
+    if not wanted():
+        return
+    if _TARGET in sys.modules:
+        _install()
+    else:
+        sys.meta_path.insert(0, _Finder())

@@ -1,0 +1,471 @@
+"""torch._C._dynamo.eval_frame's frame layer, on pyframe.
+
+Each public function here stands for the function of the same name in
+Dynamo's C module and behaves as it does (arguments, results, errors), with
+pyframe doing the frame work:
+
+- ``set_eval_frame(callback)`` installs, for the calling thread, a pyframe
+  callback (`DynamoHook`) standing for Dynamo's callback, with the one
+  pyframe.Cache that holds Dynamo's decisions and entries
+  (`_entries.CACHE`); ``False`` (run only) is ``pyframe.run_only`` of that
+  cache; ``None`` puts back what the thread had before (another pyframe
+  user's callback, say).
+- A frame of code with a remembered decision (Dynamo's frame execution
+  strategy) or an entry whose guard holds never reaches Python here: pyframe
+  runs it.  Otherwise pyframe calls the hook, which calls Dynamo's callback
+  as Dynamo's C layer does and turns its ConvertFrameReturn into a pyframe
+  decision or a cached entry.
+
+The module's names are listed, by release, in _torch_compat.LAYER_NAMES.
+"""
+
+from __future__ import annotations
+
+import functools
+import types
+import weakref
+from typing import Any
+
+import pyframe
+
+from . import _entries, _state
+from . import _torch_compat as compat
+from ._entries import CacheEntry, ExtraState, PrecompileEntry
+
+_FrameAction = compat.native._FrameAction
+_FrameExecStrategy = compat.native._FrameExecStrategy
+_DEFAULT, _SKIP, _RUN_ONLY = _FrameAction.DEFAULT, _FrameAction.SKIP, _FrameAction.RUN_ONLY
+
+# A frame execution strategy (cur_action, recursive_action) as the pyframe
+# decision that means the same.  Dynamo makes no other pairs.
+_DECISIONS = {
+    (_DEFAULT, _DEFAULT): None,
+    (_SKIP, _DEFAULT): pyframe.SKIP,
+    (_SKIP, _SKIP): pyframe.SKIP_RECURSIVE,
+    (_RUN_ONLY, _DEFAULT): pyframe.RUN_ONLY,
+    (_RUN_ONLY, _RUN_ONLY): pyframe.RUN_ONLY_RECURSIVE,
+}
+
+_SKIP_UNSAFE_MISS = (
+    "Recompilation triggered with skip_guard_eval_unsafe stance. "
+    "This usually means that you have not warmed up your model "
+    "with enough inputs such that you can guarantee no more recompilations."
+)
+
+
+def _decision(strategy: Any) -> Any:
+    try:
+        key = (strategy.cur_action, strategy.recursive_action)
+    except AttributeError:
+        raise TypeError(
+            "expected a torch._C._dynamo.eval_frame._FrameExecStrategy; got "
+            f"{type(strategy).__name__}"
+        ) from None
+    try:
+        return _DECISIONS[key]
+    except KeyError:
+        raise NotImplementedError(
+            f"pyframe.dynamo: the frame execution strategy {key[0].name}/{key[1].name} "
+            "has no pyframe decision (supported: DEFAULT/DEFAULT, SKIP/DEFAULT, "
+            "SKIP/SKIP, RUN_ONLY/DEFAULT, RUN_ONLY/RUN_ONLY)"
+        ) from None
+
+
+def _check_code(code: Any, message: str = "expected a code object") -> None:
+    if not isinstance(code, types.CodeType):
+        raise TypeError(message)
+
+
+# ---- the frame Dynamo's callback is handed ----------------------------------------------
+
+
+class FrameView:
+    """The frame as Dynamo's callback reads it (the attributes of
+    torch._C._dynamo.eval_frame._PyInterpreterFrame), read from the
+    pyframe.Frame once: Dynamo reads f_locals many times and keeps it."""
+
+    __slots__ = (
+        "_frame",
+        "f_code",
+        "f_locals",
+        "f_globals",
+        "f_builtins",
+        "closure",
+        "f_lasti",
+        "f_lineno",
+    )
+
+    def __init__(self, frame: pyframe.Frame) -> None:
+        self._frame = frame
+        self.f_code = frame.f_code
+        self.f_locals = dict(frame.f_locals)
+        self.f_globals = frame.f_globals
+        self.f_builtins = frame.f_builtins
+        self.closure = frame.closure
+        self.f_lasti = frame.f_lasti
+        self.f_lineno = frame.f_lineno
+
+    @property
+    def f_back(self) -> types.FrameType | None:
+        return self._frame.f_back
+
+
+# ---- the pyframe callback standing for Dynamo's -----------------------------------------
+
+
+def _call_from_nonrecursive_disable(callback: Any, *args: Any) -> Any:
+    # ConvertFrameAssert leaves a frame alone (this time) when the Python
+    # frame above its callback is torch.compiler.disable(recursive=False)'s
+    # wrapper; with pyframe, the frame above is the hook.  While pyframe.dynamo
+    # is installed, Dynamo's name for that wrapper's code is this function's
+    # (_install), and the hook calls Dynamo from here exactly when the frame's
+    # caller is that wrapper.
+    return callback(*args)
+
+
+NONRECURSIVE_TRAMPOLINE_CODE = _call_from_nonrecursive_disable.__code__
+
+
+class DynamoHook:
+    """The pyframe callback for one Dynamo callback: asked about frames with
+    no remembered decision and no entry whose guard holds (Dynamo's cache
+    miss)."""
+
+    __slots__ = ("callback", "backend", "__weakref__")
+
+    def __init__(self, callback: Any) -> None:
+        self.callback = callback
+        self.backend = compat.backend_of(callback)
+
+    def __repr__(self) -> str:
+        return f"<pyframe.dynamo hook for {self.callback!r}>"
+
+    def __call__(self, frame: pyframe.Frame) -> Any:
+        code = frame.f_code
+        extra = _entries.extra_for(code)
+        thread = _state.thread
+        forced = thread.forced_miss is extra
+        thread.forced_miss = None
+        if not forced:
+            found = _lookup_elsewhere(frame, extra)
+            if found is not None:
+                return found
+        if _state.skip_guard_eval_unsafe:
+            raise RuntimeError(_SKIP_UNSAFE_MISS)
+        if not forced and _state.guard_complete_hook is not None and _entries.entries_of(code):
+            _state.guard_complete_hook(False)
+        return self._compile(frame, code, extra, thread)
+
+    def _compile(
+        self, frame: pyframe.Frame, code: types.CodeType, extra: ExtraState, thread: Any
+    ) -> Any:
+        view = FrameView(frame)
+        entries = _entries.entries_of(code)
+        first = entries[0] if entries else None
+        # As Dynamo's C layer: the thread has no callback while Dynamo's
+        # runs; a torch.compile'd function it calls installs its own over
+        # this installation and puts it back.
+        saved_callback, saved_installation = thread.callback, thread.installation
+        thread.callback = thread.installation = None
+        try:
+            caller = frame.f_back
+            if caller is not None and caller.f_code is _ORIGINAL_NONRECURSIVE_CODE[0]:
+                result = _call_from_nonrecursive_disable(
+                    self.callback, view, first, extra.frame_state
+                )
+            else:
+                result = self.callback(view, first, extra.frame_state)
+            del caller
+            strategy = result.frame_exec_strategy
+            apply_to_code = bool(result.apply_to_code)
+            guarded = result.guarded_code
+            decision = _decision(strategy)
+        except BaseException:
+            # Dynamo's rule: after its callback raised, the thread has no
+            # callback until one is set again.
+            _drop_installation(thread)
+            thread.installation = saved_installation
+            _set_thread_callback(None)
+            raise
+        _drop_installation(thread)   # what a nested set_eval_frame left installed
+        thread.callback, thread.installation = saved_callback, saved_installation
+        if apply_to_code:
+            extra.strategy = strategy
+        if guarded is not None:
+            if apply_to_code and decision is not None:
+                pyframe.remember(code, decision, cache=_entries.CACHE)
+            entry = CacheEntry(guarded, self.backend, _state.isolate_recompiles_id, extra)
+            _entries.ran_compiled_code(entry.code)
+            return pyframe.Compiled(guarded.code, entry)
+        if apply_to_code:
+            return decision
+        return None
+
+
+def _lookup_elsewhere(frame: pyframe.Frame, extra: ExtraState) -> Any:
+    """What Dynamo's lookup finds that pyframe's does not: in an
+    isolate_recompiles region, the default region's entries (read only),
+    then the code's precompiled entries.  Their code runs this time, uncached."""
+    region = _state.isolate_recompiles_id
+    code = frame.f_code
+    if region >= 0:
+        for entry in _entries.entries_of(code):
+            if entry.isolate_recompiles_id == -1:
+                _state.isolate_recompiles_id = -1
+                try:
+                    holds = entry(frame.f_locals)
+                finally:
+                    _state.isolate_recompiles_id = region
+                if holds:
+                    return entry.code
+    if extra.precompile_entries:
+        f_locals = frame.f_locals
+        for precompiled in extra.precompile_entries:
+            if precompiled.guard_manager.root.check(f_locals):
+                _entries.ran_compiled_code(precompiled.code)
+                return precompiled.code
+    return None
+
+
+# The code object ConvertFrameAssert compares the caller with, as Dynamo
+# made it (_install sets it; Dynamo's own name points at the trampoline).
+_ORIGINAL_NONRECURSIVE_CODE: list[Any] = [None]
+
+# Dynamo callback -> its hook, weakly (a callback that cannot be weakly
+# referenced gets a new hook each time).
+_hooks: dict[int, tuple[weakref.ref[Any], DynamoHook]] = {}
+
+
+def _hook_for(callback: Any) -> DynamoHook:
+    key = id(callback)
+    found = _hooks.get(key)
+    if found is not None and found[0]() is callback:
+        return found[1]
+    hook = DynamoHook(callback)
+    try:
+        ref = weakref.ref(callback, functools.partial(_forget_hook, _hooks, key))
+    except TypeError:
+        return hook
+    _hooks[key] = (ref, hook)
+    return hook
+
+
+def _forget_hook(hooks: dict[int, Any], key: int, ref: weakref.ref[Any]) -> None:
+    # The dict is bound, not looked up: this may run at shutdown, after
+    # module globals are cleared.
+    found = hooks.get(key)
+    if found is not None and found[0] is ref:
+        del hooks[key]
+
+
+def _drop_installation(thread: Any) -> None:
+    installation, thread.installation = thread.installation, None
+    if installation is not None:
+        installation.__exit__(None, None, None)
+
+
+def _set_thread_callback(callback: Any) -> None:
+    thread = _state.thread
+    _drop_installation(thread)
+    thread.callback = callback
+    if callback is None:
+        return
+    if callback is False:
+        installation = pyframe.run_only(_entries.CACHE)
+    else:
+        installation = pyframe.callback(_hook_for(callback), cache=_entries.CACHE)
+    try:
+        installation.__enter__()
+    except BaseException:
+        thread.callback = None
+        raise
+    thread.installation = installation
+
+
+# ---- torch._C._dynamo.eval_frame's functions ---------------------------------------------
+
+
+def set_eval_frame(callback: Any) -> Any:
+    if callback is not None and callback is not False and not callable(callback):
+        raise TypeError("expected a callable")
+    thread = _state.thread
+    prior = thread.callback
+    if callback is not prior or (callback is not None and thread.installation is None):
+        _set_thread_callback(callback)
+    return prior
+
+
+def get_eval_frame_callback() -> Any:
+    return _state.thread.callback
+
+
+def set_skip_guard_eval_unsafe(value: Any) -> bool:
+    if type(value) is not bool:
+        raise TypeError("expected True/False")
+    prior = _state.skip_guard_eval_unsafe
+    _state.skip_guard_eval_unsafe = value
+    return prior
+
+
+def reset_code(code: Any) -> None:
+    _check_code(code)
+    compat.NATIVE["reset_code"](code)
+    _entries.reset_code(code)
+
+
+def set_code_exec_strategy(code: Any, strategy: Any) -> None:
+    _check_code(code)
+    decision = _decision(strategy)
+    compat.NATIVE["set_code_exec_strategy"](code, strategy)
+    _entries.extra_for(code).strategy = strategy
+    pyframe.remember(code, decision, cache=_entries.CACHE)
+
+
+def set_guard_error_hook(hook: Any) -> None:
+    _state.guard_error_hook = hook
+
+
+def set_guard_complete_hook(hook: Any) -> Any:
+    prior = _state.guard_complete_hook
+    _state.guard_complete_hook = hook
+    return prior
+
+
+def set_c_recursion_limit(limit: int) -> None:
+    limit = int(limit)
+    if limit < 1 and limit != -1:
+        raise ValueError("recursion limit must be >= 1, or -1 to reset")
+    _state.c_recursion_limit = limit
+
+
+def get_c_recursion_limit() -> int:
+    return _state.c_recursion_limit
+
+
+def _debug_get_cache_entry_list(code: Any) -> list[CacheEntry]:
+    _check_code(code, "expected a code object!")
+    if compat.ENTRIES_LINKED:
+        return _entries.entries_of(code)
+    return _entries.entries_by_region(code)
+
+
+def _get_cache_entries_for_region(code: Any, isolate_recompiles_id: int) -> list[CacheEntry]:
+    if not isinstance(code, types.CodeType):
+        raise RuntimeError("expected a code object!")
+    region = int(isolate_recompiles_id)
+    return [e for e in _entries.entries_of(code) if e.isolate_recompiles_id == region]
+
+
+def _get_total_cache_entry_count(code: Any) -> int:
+    if not isinstance(code, types.CodeType):
+        raise RuntimeError("expected a code object!")
+    return len(pyframe.cache_entries(code, cache=_entries.CACHE))
+
+
+def _load_precompile_entry(code: Any, guard_manager: Any, dynamo_code: Any) -> None:
+    _check_code(code)
+    _check_code(dynamo_code)
+    _entries.extra_for(code).precompile_entries.append(PrecompileEntry(guard_manager, dynamo_code))
+
+
+def _reset_precompile_entries(code: Any) -> None:
+    _check_code(code)
+    extra = _entries.extra_of(code)
+    if extra is not None:
+        extra.precompile_entries.clear()
+
+
+def _debug_get_precompile_entries(code: Any) -> list[PrecompileEntry]:
+    _check_code(code)
+    extra = _entries.extra_of(code)
+    return list(extra.precompile_entries) if extra is not None else []
+
+
+def set_fullgraph_compiled_frame_count(value: int) -> int:
+    prior = _state.fullgraph_compiled_frame_count
+    _state.fullgraph_compiled_frame_count = int(value)
+    return prior
+
+
+def set_fullgraph_error_on_nested_compile(value: Any) -> bool:
+    if type(value) is not bool:
+        raise TypeError("expected True/False")
+    prior = _state.fullgraph_error_on_nested_compile
+    _state.fullgraph_error_on_nested_compile = value
+    return prior
+
+
+def set_eval_frame_override(value: Any) -> Any:
+    prior = _state.eval_frame_override
+    _state.eval_frame_override = value
+    return prior
+
+
+def set_eval_frame_isolate_recompiles_id(isolate_recompiles_id: int) -> int:
+    prior = _state.isolate_recompiles_id
+    _state.isolate_recompiles_id = int(isolate_recompiles_id)
+    return prior
+
+
+def get_eval_frame_isolate_recompiles_id() -> int:
+    return _state.isolate_recompiles_id
+
+
+def set_bytecode_debugger_callback(callback: Any) -> None:
+    if callback is not None and not callable(callback):
+        raise TypeError("expected a callable or None")
+    _state.bytecode_debugger_callback = callback
+
+
+def get_bytecode_debugger_callback() -> Any:
+    return _state.bytecode_debugger_callback
+
+
+def register_breakpoint_code(code: Any) -> None:
+    _check_code(code)
+    key = id(code)
+    codes = _state.breakpoint_codes
+    codes[key] = weakref.ref(code, lambda ref, key=key, codes=codes: codes.pop(key, None))
+
+
+def _set_lru_cache(value: Any) -> None:
+    if not value:
+        raise NotImplementedError(
+            "pyframe.dynamo keeps cache entries most recently used first: "
+            "_set_lru_cache(False) is not supported"
+        )
+
+
+# The names pyframe.dynamo puts in place of the C module's (those of the
+# release that has them: _torch_compat.PRESENT).
+SURFACE: dict[str, Any] = {
+    "set_eval_frame": set_eval_frame,
+    "get_eval_frame_callback": get_eval_frame_callback,
+    "set_skip_guard_eval_unsafe": set_skip_guard_eval_unsafe,
+    "reset_code": reset_code,
+    "set_code_exec_strategy": set_code_exec_strategy,
+    "set_guard_error_hook": set_guard_error_hook,
+    "set_guard_complete_hook": set_guard_complete_hook,
+    "set_c_recursion_limit": set_c_recursion_limit,
+    "get_c_recursion_limit": get_c_recursion_limit,
+    "_CacheEntry": CacheEntry,
+    "_ExtraState": ExtraState,
+    "_PrecompileEntry": PrecompileEntry,
+    "_PyInterpreterFrame": FrameView,
+    "_debug_get_cache_entry_list": _debug_get_cache_entry_list,
+    "_get_cache_entries_for_region": _get_cache_entries_for_region,
+    "_get_total_cache_entry_count": _get_total_cache_entry_count,
+    "_load_precompile_entry": _load_precompile_entry,
+    "_reset_precompile_entries": _reset_precompile_entries,
+    "_debug_get_precompile_entries": _debug_get_precompile_entries,
+    "set_fullgraph_compiled_frame_count": set_fullgraph_compiled_frame_count,
+    "set_fullgraph_error_on_nested_compile": set_fullgraph_error_on_nested_compile,
+    "set_eval_frame_override": set_eval_frame_override,
+    "set_eval_frame_isolate_recompiles_id": set_eval_frame_isolate_recompiles_id,
+    "get_eval_frame_isolate_recompiles_id": get_eval_frame_isolate_recompiles_id,
+    "set_bytecode_debugger_callback": set_bytecode_debugger_callback,
+    "get_bytecode_debugger_callback": get_bytecode_debugger_callback,
+    "register_breakpoint_code": register_breakpoint_code,
+    "_set_lru_cache": _set_lru_cache,
+}
+assert set(SURFACE) == set(compat.LAYER_NAMES)

@@ -1,0 +1,52 @@
+"""The state of pyframe's stand-in for Dynamo's C frame layer.
+
+Module-level names, as Dynamo's C layer keeps them in C globals (each is
+process-wide there too, except the callback, which is per thread): the
+frame layer's setters (_frame_layer) write them, cache entries' guards
+(_entries) and the pyframe callback read them.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from typing import Any
+
+# set_skip_guard_eval_unsafe: guards check only what differed between
+# entries (each guard manager's diff_guard_root), and a miss is an error.
+skip_guard_eval_unsafe = False
+# set_eval_frame_isolate_recompiles_id: the region of cache entries that
+# frames look up and compile into (-1: the default region).
+isolate_recompiles_id = -1
+# set_fullgraph_compiled_frame_count: -1 off, else compiled frames run since.
+fullgraph_compiled_frame_count = -1
+# set_fullgraph_error_on_nested_compile (torch 2.13+).
+fullgraph_error_on_nested_compile = False
+# set_eval_frame_override (torch 2.11/2.12): an _EvalFrameOverride.
+eval_frame_override: Any = None
+# set_guard_error_hook: called with (guard_manager, code, f_locals, index,
+# last) when an entry's guard raises.
+guard_error_hook: Any = None
+# set_guard_complete_hook: called with the lookup's result (hit or miss) for
+# code that has entries; False forces a compile.
+guard_complete_hook: Any = None
+# set_c_recursion_limit: recorded and reported (get_c_recursion_limit).
+c_recursion_limit = -1
+# set_bytecode_debugger_callback: called with the Dynamo code about to run.
+bytecode_debugger_callback: Any = None
+# register_breakpoint_code: id(code) -> weak reference to it.
+breakpoint_codes: dict[int, weakref.ref[Any]] = {}
+
+
+class _Thread(threading.local):
+    # The thread's Dynamo callback (None: none, False: run-only), as
+    # set_eval_frame and get_eval_frame_callback see it.
+    callback: Any = None
+    # The pyframe installation standing for it (a pyframe.callback or
+    # pyframe.run_only context, entered), or None.
+    installation: Any = None
+    # The ExtraState whose lookup the guard-complete hook turned into a miss.
+    forced_miss: Any = None
+
+
+thread = _Thread()

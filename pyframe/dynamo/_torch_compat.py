@@ -1,0 +1,115 @@
+"""Which torch releases pyframe.dynamo runs on, and what differs between them.
+
+This is to torch what cframe/compat.h is to CPython: every difference between
+torch releases in the surface pyframe.dynamo stands in for
+(``torch._C._dynamo.eval_frame`` and the Python modules of Dynamo that use
+it) is decided here, each naming the release and the change; the other
+modules of pyframe.dynamo ask this one instead of testing versions.
+
+The wheels PyPI has (x86-64 Linux, CPython builds with the GIL):
+torch 2.11, 2.12, 2.13 and 2.14 for CPython 3.11-3.14; 2.15 for 3.11-3.15.
+"""
+
+from __future__ import annotations
+
+import re
+
+import torch
+
+SUPPORTED = ((2, 11), (2, 12), (2, 13), (2, 14), (2, 15))
+
+UNSUPPORTED_MESSAGE = (
+    "pyframe.dynamo supports torch 2.11, 2.12, 2.13, 2.14 and 2.15; this is torch {version}"
+)
+
+
+def _release(version: str) -> tuple[int, int] | None:
+    match = re.match(r"(\d+)\.(\d+)", version)
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+RELEASE = _release(torch.__version__)
+if RELEASE not in SUPPORTED:
+    raise ImportError(UNSUPPORTED_MESSAGE.format(version=torch.__version__))
+
+import torch._dynamo  # noqa: E402  (after the check: an old torch may fail in it)
+from torch._C._dynamo import eval_frame as native  # noqa: E402
+
+# ---- the surface, by release --------------------------------------------------------
+#
+# The names of torch._C._dynamo.eval_frame that belong to Dynamo's frame layer
+# (its PEP 523 function, per-code state and cache), which pyframe.dynamo
+# replaces.  The module's other names (unsupported, raise_sigtrap,
+# code_framelocals_names, py_opcode_caches, _get_frame_value_stack_with_depth,
+# NullStackValue, _FrameAction, _FrameExecStrategy) read code objects or real
+# frame objects, not the layer, and stay Dynamo's own.
+#
+# A release has the names its C module has: what the releases added is
+# listed here, the rest are in all five.
+#   torch 2.13: regions of cache entries for torch.compile(isolate_recompiles=
+#     True) (set/get_eval_frame_isolate_recompiles_id,
+#     _get_cache_entries_for_region, _get_total_cache_entry_count; before it
+#     convert_frame counts _debug_get_cache_entry_list), the fullgraph frame
+#     counter (set_fullgraph_compiled_frame_count,
+#     set_fullgraph_error_on_nested_compile), and the bytecode debugger's
+#     hooks (set/get_bytecode_debugger_callback, register_breakpoint_code).
+#     The counter replaced torch 2.11/2.12's set_eval_frame_override(
+#     _EvalFrameOverride), which said the same for fullgraph code (what the
+#     frames compiled code calls do: NONE, SKIP, ERROR).
+LAYER_NAMES = (
+    "set_eval_frame_override",
+    "set_eval_frame",
+    "get_eval_frame_callback",
+    "set_skip_guard_eval_unsafe",
+    "reset_code",
+    "set_code_exec_strategy",
+    "set_guard_error_hook",
+    "set_guard_complete_hook",
+    "set_c_recursion_limit",
+    "get_c_recursion_limit",
+    "_CacheEntry",
+    "_ExtraState",
+    "_PrecompileEntry",
+    "_PyInterpreterFrame",
+    "_debug_get_cache_entry_list",
+    "_get_cache_entries_for_region",
+    "_get_total_cache_entry_count",
+    "_load_precompile_entry",
+    "_reset_precompile_entries",
+    "_debug_get_precompile_entries",
+    "set_fullgraph_compiled_frame_count",
+    "set_fullgraph_error_on_nested_compile",
+    "set_eval_frame_isolate_recompiles_id",
+    "get_eval_frame_isolate_recompiles_id",
+    "set_bytecode_debugger_callback",
+    "get_bytecode_debugger_callback",
+    "register_breakpoint_code",
+    "_set_lru_cache",
+)
+
+PRESENT = tuple(name for name in LAYER_NAMES if hasattr(native, name))
+# Dynamo's own objects for those names, as its C module had them when
+# pyframe.dynamo was imported (install() replaces the module's attributes).
+NATIVE = {name: getattr(native, name) for name in PRESENT}
+
+
+# torch 2.11/2.12: a cache entry has `next`, and ConvertFrameAssert counts
+# recompiles by walking it from the entry its callback is handed; 2.13 lists
+# a code's entries per region instead (_get_cache_entries_for_region).
+ENTRIES_LINKED = not hasattr(native, "_get_cache_entries_for_region")
+
+
+def backend_of(callback: object) -> object:
+    """The backend Dynamo's C layer files a callback's cache entries under:
+    the end of its ``_torchdynamo_orig_backend`` chain (every release since
+    2.11; the same as torch._dynamo.eval_frame.innermost_backend)."""
+    while hasattr(callback, "_torchdynamo_orig_backend"):
+        callback = callback._torchdynamo_orig_backend
+    return callback
+
+
+def nonrecursive_disable_code() -> object:
+    """The code object of torch.compiler.disable(fn, recursive=False)'s
+    wrapper, which ConvertFrameAssert looks for in the Python stack above its
+    callback (torch._dynamo.decorators, every supported release)."""
+    return torch._dynamo.decorators._nonrecursive_disable_wrapper_code
