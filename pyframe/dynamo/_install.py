@@ -22,6 +22,8 @@ from typing import Any
 
 import torch
 
+import pyframe
+
 from . import _entries, _frame_layer, _state
 from . import _torch_compat as compat
 
@@ -144,10 +146,35 @@ def install() -> None:
             patched.append((decorators, "_nonrecursive_disable_wrapper_code", original_code))
             # What Dynamo decided at import, in its C layer, decided again.
             torch._dynamo.eval_frame.skip_code(original_code)
+            # The layer's own functions run where Dynamo's C ones ran, with no
+            # frame Dynamo would see: they never reach its callback.
+            for code in _own_code_objects():
+                pyframe.remember(code, pyframe.SKIP_RECURSIVE, cache=_entries.CACHE)
         except BaseException:
             _undo(patched)
             raise
         _patched = patched
+
+
+def _own_code_objects() -> list[types.CodeType]:
+    """Every code object of pyframe.dynamo's frame layer (nested ones too)."""
+    found: list[types.CodeType] = []
+
+    def add(code: types.CodeType) -> None:
+        found.append(code)
+        for const in code.co_consts:
+            if isinstance(const, types.CodeType):
+                add(const)
+
+    for module in (_frame_layer, _entries, _state):
+        for value in vars(module).values():
+            members = vars(value).values() if isinstance(value, type) else (value,)
+            for member in members:
+                member = getattr(member, "fget", member)
+                code = getattr(member, "__code__", None)
+                if isinstance(code, types.CodeType) and getattr(member, "__module__", None) == module.__name__:
+                    add(code)
+    return found
 
 
 def _undo(patched: list[tuple[Any, str, Any]]) -> None:

@@ -1,10 +1,12 @@
 """TorchDynamo's compiler on pyframe: pyframe.dynamo.compile against
 torch.compile, case by case, in one process.
 
-Each case runs the same calls through torch.compile and through
-pyframe.dynamo.compile (torch._dynamo.reset() before each) with a backend
-that records the FX graphs it is handed, and compares the outputs (with
-eager ones too), the number of graphs and each graph's node count.
+Each case runs the same calls through native torch.compile and through
+pyframe.dynamo.compile (torch.compile with pyframe.dynamo installed;
+torch._dynamo.reset() before each) with a backend that records the FX graphs
+it is handed, and compares the outputs (with eager ones too), the number of
+graphs and each graph's node count.  Every test uninstalls pyframe.dynamo
+after it.
 """
 
 import gc
@@ -16,7 +18,7 @@ from dataclasses import dataclass
 
 import pytest
 
-torch = pytest.importorskip("torch", minversion="2.13")
+torch = pytest.importorskip("torch", minversion="2.11")
 
 import pyframe  # noqa: E402
 import pyframe.dynamo  # noqa: E402
@@ -217,8 +219,10 @@ def eager(case):
 
 @pytest.fixture(autouse=True)
 def fresh_dynamo():
+    pyframe.dynamo.uninstall()
     torch._dynamo.reset()
     yield
+    pyframe.dynamo.uninstall()
     torch._dynamo.reset()
 
 
@@ -258,6 +262,7 @@ def test_two_backends_each_compile_their_own_graphs():
     native = per_backend(torch.compile)
     torch._dynamo.reset()
     ours = per_backend(pyframe.dynamo.compile)
+    assert pyframe.dynamo.is_installed()
     assert same(ours[0], native[0])
     assert ours[1:] == native[1:]
     assert len(ours[1]) == 1 and len(ours[2]) == 3  # arithmetic; + graph_break in two
