@@ -33,14 +33,28 @@ def run_file(python: str, path: str, mode: str, timeout: float) -> dict[str, tup
     with tempfile.TemporaryDirectory() as tmp:
         report = os.path.join(tmp, "report.xml")
         command = [
-            python, "-m", "pytest", os.path.basename(path), "-q", "-p", "no:cacheprovider",
-            "--junitxml", report, "-o", "junit_family=xunit1",
+            python,
+            "-m",
+            "pytest",
+            os.path.basename(path),
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--junitxml",
+            report,
+            "-o",
+            "junit_family=xunit1",
         ]
         started = time.monotonic()
         try:
             subprocess.run(
-                command, cwd=os.path.dirname(os.path.abspath(path)), env=env, timeout=timeout,
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False,
+                command,
+                cwd=os.path.dirname(os.path.abspath(path)),
+                env=env,
+                timeout=timeout,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                check=False,
             )
         except subprocess.TimeoutExpired:
             print(f"  {mode}: timed out after {timeout:.0f} s", file=sys.stderr)
@@ -77,11 +91,17 @@ def main() -> int:
 
     check = subprocess.run(
         [args.python, "-c", "import torch._dynamo, pyframe.dynamo as d; print(d.is_installed())"],
-        env=dict(os.environ, PYFRAME_DYNAMO="1"), capture_output=True, text=True, check=False,
+        env=dict(os.environ, PYFRAME_DYNAMO="1"),
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if check.stdout.strip() != "True":
-        print("PYFRAME_DYNAMO=1 does not install pyframe.dynamo in this interpreter "
-              "(is pyframe-dynamo.pth in its site-packages?):\n" + check.stderr, file=sys.stderr)
+        print(
+            "PYFRAME_DYNAMO=1 does not install pyframe.dynamo in this interpreter "
+            "(is pyframe-dynamo.pth in its site-packages?):\n" + check.stderr,
+            file=sys.stderr,
+        )
         return 2
 
     everything = {}
@@ -96,16 +116,20 @@ def main() -> int:
         total_native += len(passing)
         total_ours += len(kept)
         share = 100.0 * len(kept) / len(passing) if passing else 100.0
-        lines.append(f"{os.path.basename(path):40} {len(native):5} tests  native pass "
-                     f"{len(passing):5}  pyframe pass {len(kept):5}  {share:6.2f}%")
+        lines.append(
+            f"{os.path.basename(path):40} {len(native):5} tests  native pass "
+            f"{len(passing):5}  pyframe pass {len(kept):5}  {share:6.2f}%"
+        )
         for test_id in passing:
             if test_id not in kept:
                 outcome, detail = ours.get(test_id, ("missing", ""))
                 lines.append(f"    {outcome}: {test_id}: {detail}")
         everything[path] = {"native": native, "pyframe": ours}
     share = 100.0 * total_ours / total_native if total_native else 100.0
-    lines.append(f"{'total':40} {'':11} native pass {total_native:5}  pyframe pass "
-                 f"{total_ours:5}  {share:6.2f}%")
+    lines.append(
+        f"{'total':40} {'':11} native pass {total_native:5}  pyframe pass "
+        f"{total_ours:5}  {share:6.2f}%"
+    )
     print("\n".join(lines))
     if args.json:
         with open(args.json, "w") as out:

@@ -14,8 +14,8 @@ ImportError naming them.  Importing pyframe alone never imports torch.
 README.md, "TorchDynamo on pyframe", says what is covered.
 """
 
-from ._torch_compat import SUPPORTED  # noqa: F401  (first: refuses other releases)
 from ._compile import compile
 from ._install import install, installed, is_installed, uninstall
+from ._torch_compat import SUPPORTED  # noqa: F401  (first: refuses other releases)
 
 __all__ = ["compile", "install", "installed", "is_installed", "uninstall"]

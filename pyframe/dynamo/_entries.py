@@ -18,7 +18,7 @@ from __future__ import annotations
 import threading
 import types
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pyframe
@@ -26,7 +26,7 @@ import pyframe
 from . import _state
 from . import _torch_compat as compat
 
-_current_callback = pyframe.get_callback
+_current_callback: Callable[[], Any] = pyframe.get_callback
 
 # Dynamo's cache has no size limit of its own (its recompile limits bound
 # it), so neither has the pyframe.Cache standing in for it.
@@ -89,19 +89,19 @@ class CacheEntry:
         manager.cache_entry = self
         manager.extra_state = extra
 
-    def __call__(self, f_locals: dict[str, Any]) -> bool:
+    def __call__(self, f_locals: Mapping[str, Any]) -> bool:
         """Whether the frame may run this entry's code: Dynamo's lookup for
         one entry (its backend, its region, its guard manager)."""
         root = self._root
         if root is None:
-            return False   # invalidated
+            return False  # invalidated
         hook = _current_callback()
-        if hook is not None:   # None: run-only, where any backend's entries run
+        if hook is not None:  # None: run-only, where any backend's entries run
             backend = hook.backend
             if backend is not self.backend and not _same_backend(self.backend, backend):
                 return False
         if self.isolate_recompiles_id != _state.isolate_recompiles_id:
-            return False   # another region's (the default one's: on a miss)
+            return False  # another region's (the default one's: on a miss)
         if _state.skip_guard_eval_unsafe and self._diff_root is not None:
             root = self._diff_root
         try:
@@ -119,7 +119,7 @@ class CacheEntry:
     def update_diff_guard_root_manager(self) -> None:
         self._diff_root = self.guard_manager.diff_guard_root
 
-    def check_fn(self, f_locals: dict[str, Any]) -> bool:
+    def check_fn(self, f_locals: Mapping[str, Any]) -> bool:
         root = self._root
         return root is not None and bool(root.check(f_locals))
 
@@ -168,7 +168,7 @@ def _same_backend(saved: Any, backend: Any) -> bool:
         return False
 
 
-def _report_guard_error(entry: CacheEntry, f_locals: dict[str, Any]) -> None:
+def _report_guard_error(entry: CacheEntry, f_locals: Mapping[str, Any]) -> None:
     hook = _state.guard_error_hook
     if hook is None:
         return
@@ -208,7 +208,7 @@ _extras_lock = threading.Lock()
 
 
 def _forget_extra(key: int) -> Callable[[weakref.ref[Any]], None]:
-    extras = _extras   # bound: this may run at shutdown, after globals are cleared
+    extras = _extras  # bound: this may run at shutdown, after globals are cleared
 
     def forget(ref: weakref.ref[Any]) -> None:
         extra = extras.get(key)
@@ -261,7 +261,7 @@ CACHE = pyframe.Cache(limit=_UNLIMITED, on_drop=_dropped)
 def entries_of(code: types.CodeType) -> list[CacheEntry]:
     """The code's entries, most recently used first (every backend and
     region), invalidated ones last, as Dynamo's C layer orders them."""
-    entries = [guard for _, guard, _ in pyframe.cache_entries(code, cache=CACHE)]
+    entries: list[Any] = [guard for _, guard, _ in pyframe.cache_entries(code, cache=CACHE)]
     return [e for e in entries if e._root is not None] + [e for e in entries if e._root is None]
 
 

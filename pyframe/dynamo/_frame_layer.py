@@ -187,7 +187,7 @@ class DynamoHook:
             thread.installation = saved_installation
             _set_thread_callback(None)
             raise
-        _drop_installation(thread)   # what a nested set_eval_frame left installed
+        _drop_installation(thread)  # what a nested set_eval_frame left installed
         thread.callback, thread.installation = saved_callback, saved_installation
         if apply_to_code:
             extra.strategy = strategy
@@ -270,6 +270,7 @@ def _set_thread_callback(callback: Any) -> None:
     thread.callback = callback
     if callback is None:
         return
+    installation: Any
     if callback is False:
         installation = pyframe.run_only(_entries.CACHE)
     else:
@@ -425,7 +426,12 @@ def register_breakpoint_code(code: Any) -> None:
     _check_code(code)
     key = id(code)
     codes = _state.breakpoint_codes
-    codes[key] = weakref.ref(code, lambda ref, key=key, codes=codes: codes.pop(key, None))
+    codes[key] = weakref.ref(code, functools.partial(_forget_breakpoint, codes, key))
+
+
+def _forget_breakpoint(codes: dict[int, Any], key: int, ref: Any) -> None:
+    if codes.get(key) is ref:
+        del codes[key]
 
 
 def _set_lru_cache(value: Any) -> None:

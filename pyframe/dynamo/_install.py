@@ -57,7 +57,7 @@ def _native_state() -> dict[str, Any]:
     """The C layer's process-wide settings, read without changing them."""
     native = compat.native
     state: dict[str, Any] = {}
-    prior = native.set_skip_guard_eval_unsafe(False)
+    prior: Any = native.set_skip_guard_eval_unsafe(False)
     native.set_skip_guard_eval_unsafe(prior)
     state["skip_guard_eval_unsafe"] = prior
     prior = native.set_guard_complete_hook(None)
@@ -74,7 +74,7 @@ def _native_state() -> dict[str, Any]:
         native.set_fullgraph_error_on_nested_compile(prior)
         state["fullgraph_error_on_nested_compile"] = prior
     if hasattr(native, "set_eval_frame_override"):
-        prior = native.set_eval_frame_override(native._EvalFrameOverride.NONE)
+        prior = native.set_eval_frame_override(native._EvalFrameOverride.NONE)  # type: ignore[attr-defined]
         native.set_eval_frame_override(prior)
         state["eval_frame_override"] = prior
     if hasattr(native, "get_bytecode_debugger_callback"):
@@ -172,7 +172,10 @@ def _own_code_objects() -> list[types.CodeType]:
             for member in members:
                 member = getattr(member, "fget", member)
                 code = getattr(member, "__code__", None)
-                if isinstance(code, types.CodeType) and getattr(member, "__module__", None) == module.__name__:
+                if (
+                    isinstance(code, types.CodeType)
+                    and getattr(member, "__module__", None) == module.__name__
+                ):
                     add(code)
     return found
 

@@ -13,6 +13,7 @@ torch 2.11, 2.12, 2.13 and 2.14 for CPython 3.11-3.14; 2.15 for 3.11-3.15.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import torch
 
@@ -108,7 +109,7 @@ def backend_of(callback: object) -> object:
     return callback
 
 
-def nonrecursive_disable_code() -> object:
+def nonrecursive_disable_code() -> Any:
     """The code object of torch.compiler.disable(fn, recursive=False)'s
     wrapper, which ConvertFrameAssert looks for in the Python stack above its
     callback (torch._dynamo.decorators, every supported release)."""

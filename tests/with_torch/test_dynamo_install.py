@@ -19,9 +19,9 @@ import types
 
 import pytest
 
-torch = pytest.importorskip("torch", minversion="2.11")
+pytest.importorskip("torch", minversion="2.11")
 
-import torch._dynamo  # noqa: E402
+import torch  # noqa: E402
 import torch._dynamo.testing  # noqa: E402
 from torch._dynamo.utils import counters  # noqa: E402
 
@@ -136,19 +136,23 @@ PROGRAMS = {
     "recompiles for shapes (automatic dynamic)": lambda c: [
         torch.compile(tensor_math, backend=c)(torch.ones(n), torch.ones(n)) for n in (2, 3, 4, 3)
     ],
-    "nn.Module, train/eval": lambda c: (
-        lambda m: [m(X), m.eval()(X), m.train()(X)]
-    )(torch.compile((torch.manual_seed(0), TinyNet())[1], backend=c)),
+    "nn.Module, train/eval": lambda c: (lambda m: [m(X), m.eval()(X), m.train()(X)])(
+        torch.compile((torch.manual_seed(0), TinyNet())[1], backend=c)
+    ),
     "a compiled function calling another": lambda c: [
-        torch.compile(calls_compiled(torch.compile(tensor_math.__get__(X), backend=c)), backend=c)(X)
+        torch.compile(calls_compiled(torch.compile(tensor_math.__get__(X), backend=c)), backend=c)(
+            X
+        )
     ],
     "torch._dynamo.optimize and optimize_assert": lambda c: [
         torch._dynamo.optimize(c)(tensor_math)(X, X),
-        torch._dynamo.optimize_assert(c)(breaks.__wrapped__ if hasattr(breaks, "__wrapped__") else tensor_math)(X, X),
+        torch._dynamo.optimize_assert(c)(tensor_math)(X, X),
     ],
     "options= and a guard filter": lambda c: [
         torch.compile(
-            tensor_math, backend=c, options={"guard_filter_fn": lambda entries: [True] * len(entries)}
+            tensor_math,
+            backend=c,
+            options={"guard_filter_fn": lambda entries: [True] * len(entries)},
         )(X, X)
     ],
 }
@@ -233,7 +237,8 @@ def test_recompile_limit_and_guard_failure_reasons():
         fn = torch.compile(by_name, backend=counter)
         outputs = [fn(X, "k" * n) for n in range(12)]
         reasons = sorted(
-            reason.split(":", 1)[1] for code_reasons in torch._dynamo.utils.guard_failures.values()
+            reason.split(":", 1)[1]
+            for code_reasons in torch._dynamo.utils.guard_failures.values()
             for reason in code_reasons
         )
         return outputs, reasons
@@ -242,8 +247,10 @@ def test_recompile_limit_and_guard_failure_reasons():
     assert native[1]["graphs"] == torch._dynamo.config.recompile_limit
 
 
-@pytest.mark.skipif(not hasattr(native_layer, "get_eval_frame_isolate_recompiles_id"),
-                    reason="isolate_recompiles is torch 2.13+")
+@pytest.mark.skipif(
+    not hasattr(native_layer, "get_eval_frame_isolate_recompiles_id"),
+    reason="isolate_recompiles is torch 2.13+",
+)
 def test_isolate_recompiles_regions():
     def program(counter):
         def f(x):
@@ -252,8 +259,13 @@ def test_isolate_recompiles_regions():
         default = torch.compile(f, backend=counter)
         first = torch.compile(f, backend=counter, isolate_recompiles=True)
         second = torch.compile(f, backend=counter, isolate_recompiles=True)
-        outputs = [default(torch.ones(2)), first(torch.ones(2)), first(torch.ones(2, 2)),
-                   second(torch.ones(2, 2)), default(torch.ones(2, 2))]
+        outputs = [
+            default(torch.ones(2)),
+            first(torch.ones(2)),
+            first(torch.ones(2, 2)),
+            second(torch.ones(2, 2)),
+            default(torch.ones(2, 2)),
+        ]
         entries = torch._C._dynamo.eval_frame._debug_get_cache_entry_list(f.__code__)
         # Region ids count on across the process: compare them by rank.
         ids = {first._isolate_recompiles_id: 0, second._isolate_recompiles_id: 1, -1: -1}
@@ -340,10 +352,17 @@ def test_the_layer_never_hashes_code_objects():
 
 
 def _layer_bindings():
-    modules = [m for n, m in sorted(sys.modules.items()) if n.startswith("torch")
-               and isinstance(m, types.ModuleType)]
-    return {(m.__name__, k): id(v) for m in modules for k, v in vars(m).items()
-            if any(v is obj for obj in compat.NATIVE.values())}
+    modules = [
+        m
+        for n, m in sorted(sys.modules.items())
+        if n.startswith("torch") and isinstance(m, types.ModuleType)
+    ]
+    return {
+        (m.__name__, k): id(v)
+        for m in modules
+        for k, v in vars(m).items()
+        if any(v is obj for obj in compat.NATIVE.values())
+    }
 
 
 def test_install_twice_and_uninstall_gives_the_native_layer_back():
@@ -397,8 +416,13 @@ def test_the_environment_variable_installs_at_start():
         print(pyframe.dynamo.is_installed(), out.tolist())
     """)
     for value, expected in (("1", "True [3.0, 3.0]"), ("0", "False [3.0, 3.0]")):
-        result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                                env=dict(os.environ, PYFRAME_DYNAMO=value), timeout=300)
+        result = subprocess.run(
+            [sys.executable, "-c", script],
+            capture_output=True,
+            text=True,
+            env=dict(os.environ, PYFRAME_DYNAMO=value),
+            timeout=300,
+        )
         assert result.returncode == 0, result.stderr
         assert result.stdout.strip() == expected
 
@@ -408,12 +432,18 @@ def test_an_unsupported_torch_is_a_one_line_import_error(tmp_path):
     fake.mkdir()
     (fake / "__init__.py").write_text("__version__ = '2.10.1+cpu'\n")
     result = subprocess.run(
-        [sys.executable, "-c", "import pyframe.dynamo"], capture_output=True, text=True,
-        env=dict(os.environ, PYTHONPATH=str(tmp_path)), cwd=str(tmp_path), timeout=120,
+        [sys.executable, "-c", "import pyframe.dynamo"],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=str(tmp_path)),
+        cwd=str(tmp_path),
+        timeout=120,
     )
     last = result.stderr.strip().splitlines()[-1]
-    assert last == ("ImportError: pyframe.dynamo supports torch 2.11, 2.12, 2.13, 2.14 and "
-                    "2.15; this is torch 2.10.1+cpu")
+    assert last == (
+        "ImportError: pyframe.dynamo supports torch 2.11, 2.12, 2.13, 2.14 and "
+        "2.15; this is torch 2.10.1+cpu"
+    )
 
 
 # ---- beside pyframe's own users, threads, leaks --------------------------------------------
@@ -436,7 +466,7 @@ def test_beside_a_pyframe_callback():
             assert pyframe.get_callback() is observer
         assert same(first, tensor_math(X, X) + 1) and same(second, first)
     assert seen.count("caller") == 2
-    assert "tensor_math" not in seen   # Dynamo's frames, inside the compiled call
+    assert "tensor_math" not in seen  # Dynamo's frames, inside the compiled call
 
 
 def test_compiled_functions_in_threads():
