@@ -356,3 +356,32 @@ def test_bad_input_is_a_clear_error():
     with pytest.raises(TypeError, match="iterable"):
         pyframe.Compiled(fresh(LEAF, "leaf").__code__, depends_on=1)
     assert not pyframe.hook_installed()
+
+
+def test_remember_makes_and_forgets_a_decision_outside_a_callback():
+    cache = pyframe.Cache()
+    seen = []
+
+    def target():
+        return 1
+
+    def observer(frame):
+        seen.append(frame.f_code.co_name)
+
+    code = target.__code__
+    assert pyframe.remembered(code, cache=cache) is None
+    pyframe.remember(code, pyframe.SKIP, cache=cache)
+    assert pyframe.remembered(code, cache=cache) is pyframe.SKIP
+    with pyframe.callback(observer, cache=cache):
+        target()
+    assert seen == []
+    # Another cache does not see it.
+    assert pyframe.remembered(code, cache=pyframe.Cache()) is None
+    pyframe.remember(code, None, cache=cache)
+    with pyframe.callback(observer, cache=cache):
+        target()
+    assert seen == ["target"]
+    with pytest.raises(TypeError, match="expects decision to be None, pyframe.SKIP"):
+        pyframe.remember(code, "skip", cache=cache)
+    with pytest.raises(TypeError, match="expects a code object"):
+        pyframe.remember(target, pyframe.SKIP, cache=cache)
