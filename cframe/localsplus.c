@@ -113,13 +113,16 @@ refill_in_place(_PyInterpreterFrame *frame, PyCodeObject *code, PyObject *spare)
         if (value == NULL) {
             continue;
         }
-        /* A recycled entry holds None, so replacing it runs no finalizer
-         * that could change the table under `entries`. */
+        /* A recycled entry holds a reference to None (the entry's own, as
+         * in any dict), so replacing it runs no finalizer that could change
+         * the table under `entries`; the reference is given back all the
+         * same, which only 3.11 can tell (None is immortal from 3.12 on). */
         if (k >= used || entries[k].me_key != PyTuple_GET_ITEM(code->co_localsplusnames, i)
                 || entries[k].me_value != Py_None) {
             return 0;
         }
         entries[k].me_value = Py_NewRef(value);
+        Py_DECREF(Py_None);
         holds_gc_objects |= PyType_IS_GC(Py_TYPE(value));
         k++;
     }

@@ -1,4 +1,9 @@
-"""Reference counts and memory stay flat over many intercepted calls."""
+"""Reference counts and memory stay flat over many intercepted calls.
+
+Every count here includes None, True, False, small ints and interned strings
+(conftest.IMMORTAL_FROM_312): immortal from 3.12 on, they show on 3.11 a
+reference pyframe takes or gives back once too often.
+"""
 
 import gc
 import os
@@ -8,7 +13,7 @@ import textwrap
 import tracemalloc
 
 import pytest
-from conftest import assert_flat
+from conftest import INTERNED, assert_flat, refcounts
 
 import pyframe
 
@@ -24,9 +29,9 @@ def target(a, b, *args, **kwargs):
     return inner
 
 
-def run_many(callback, make_call):
+def run_many(callback, make_call, calls=CALLS):
     with pyframe.callback(callback):
-        for _ in range(CALLS):
+        for _ in range(calls):
             try:
                 make_call()
             except (TypeError, ValueError):
@@ -59,12 +64,14 @@ def test_refcounts_of_code_and_arguments_unchanged(callback):
     def make_call():
         target(a, b, extra, key=kw)
 
-    make_call()  # warm caches (specializer, code extras) before counting
+    # Warm caches (specializer, code extras, what a first exception makes)
+    # before counting.
+    run_many(callback, make_call, 10)
     gc.collect()
-    before = [sys.getrefcount(x) for x in (target.__code__, a, b, extra, kw, callback)]
+    before = refcounts((target.__code__, a, b, extra, kw, callback))
     run_many(callback, make_call)
     gc.collect()
-    after = [sys.getrefcount(x) for x in (target.__code__, a, b, extra, kw, callback)]
+    after = refcounts((target.__code__, a, b, extra, kw, callback))
     assert after == before
 
 
@@ -132,11 +139,153 @@ def test_refcounts_unchanged_where_slots_are_written(callback, function):
     with pyframe.callback(callback):
         make_call()  # warm up, and cache the replacement
     gc.collect()
-    watched = (function.__code__, TARGET_COPY, GENERATOR_COPY, a, b, SET_VALUE, None, 1)
-    before = [sys.getrefcount(x) for x in watched]
+    watched = (function.__code__, TARGET_COPY, GENERATOR_COPY, a, b, SET_VALUE)
+    before = refcounts(watched)
     run_many(callback, make_call)
     gc.collect()
-    after = [sys.getrefcount(x) for x in watched]
+    after = refcounts(watched)
+    pyframe.reset()
+    assert after == before
+
+
+# ---- frames whose values are immortal from 3.12 on ------------------------------
+# The frame's own values are None, True, False, small ints and interned
+# strings here, on each path that reads, writes or drops them: f_locals (the
+# thread's spare dict refilled, or a new dict the callback keeps),
+# localsplus, set_local, guards (handed f_locals), replacements, and module,
+# class and exec code, whose f_locals is their own mapping.
+
+
+def flags(a, b=None, *rest, switch=True, **named):
+    c = False
+    d = 7
+
+    def inner():
+        return a, d
+
+    return inner if c is False else None
+
+
+def flags_gen(a=None, b=False):
+    yield a
+
+
+def same_first_name(a, z=None):
+    # Its first name is flags's: the spare flags left fits it in part only.
+    return a
+
+
+FLAGS_COPY = flags.__code__.replace()
+FLAGS_GEN_COPY = flags_gen.__code__.replace()
+MODULE_CODE = compile("x = None\ny = True\nclass K:\n    z = 7\n", "<module code>", "exec")
+
+
+class Refused(Exception):
+    """What the failing callbacks and guards below raise."""
+
+
+def call_flags():
+    for args in ((None,), (INTERNED, False, None, True)):
+        try:
+            flags(*args, switch=None, key=7)()
+        except Refused:
+            pass
+    same_first_name(None)
+    assert list(flags_gen()) == [None]
+    exec(MODULE_CODE, {})
+
+
+def read_f_locals(frame):
+    frame.f_locals
+    frame.f_locals  # a second one in a callback is a new dict, never lent
+
+
+kept_f_locals = []
+
+
+def keep_f_locals(frame):
+    kept_f_locals[:] = [frame.f_locals]  # kept past the callback: not the spare
+
+
+def read_localsplus(frame):
+    frame.localsplus
+
+
+def set_immortals(frame):
+    if frame.f_code is flags.__code__:
+        frame.set_local("b", True)  # an argument
+        frame.set_local("c", None)  # a plain local
+        frame.set_local("d", INTERNED)  # a cell: MAKE_CELL wraps it
+
+
+def replace_flags(frame):
+    frame.f_locals
+    if frame.f_code is flags.__code__:
+        frame.set_local("c", None)  # moved out before the copy runs
+        return FLAGS_COPY
+    if frame.f_code is flags_gen.__code__:
+        return FLAGS_GEN_COPY  # generator code: runs under a new function
+    return None
+
+
+def cache_behind_guards(frame):
+    if frame.f_code is flags.__code__:
+        return pyframe.Compiled(FLAGS_COPY, lambda f_locals: f_locals["b"] is None)
+    if frame.f_code is flags_gen.__code__:
+        return pyframe.Compiled(FLAGS_GEN_COPY, lambda f_locals: f_locals["a"] is None)
+    if frame.f_code is same_first_name.__code__:
+        return pyframe.Compiled(frame.f_code, lambda f_locals: f_locals["z"] is None)
+    return None
+
+
+def refuse_flags(frame):
+    if frame.f_code is flags.__code__:
+        refused = frame.f_locals["b"] is False
+        set_immortals(frame)
+        if refused:
+            raise Refused  # the frame is dropped, with the values just set
+
+
+def refusing_guard(f_locals):
+    if f_locals["b"] is False:
+        raise Refused
+    return f_locals["b"] is None
+
+
+def cache_behind_failing_guards(frame):
+    if frame.f_code is flags.__code__:
+        return pyframe.Compiled(FLAGS_COPY, refusing_guard)
+    return None
+
+
+@pytest.mark.parametrize(
+    "callback",
+    [
+        read_f_locals,
+        keep_f_locals,
+        read_localsplus,
+        set_immortals,
+        refuse_flags,
+        replace_flags,
+        cache_behind_guards,
+        cache_behind_failing_guards,
+    ],
+)
+def test_refcounts_of_values_immortal_from_312_unchanged(callback):
+    pyframe.reset()
+    with pyframe.callback(callback):
+        # Warm up; guards that fail add entries until the cache is full.
+        for _ in range(2 * pyframe.get_cache_limit()):
+            call_flags()
+    kept_f_locals.clear()
+    gc.collect()
+    before = refcounts((flags.__code__, FLAGS_COPY, FLAGS_GEN_COPY, MODULE_CODE))
+    with pyframe.callback(callback):
+        for _ in range(CALLS // 10):
+            call_flags()
+    kept_f_locals.clear()
+    gc.collect()
+    after = refcounts((flags.__code__, FLAGS_COPY, FLAGS_GEN_COPY, MODULE_CODE))
     pyframe.reset()
     assert after == before
 
