@@ -408,6 +408,47 @@ compat_dict_watched(PyDictObject *dict)
 #endif
 }
 
+/* ---- recursion limits ----------------------------------------------------- */
+
+/* How CPython counts recursion, for the headroom below:
+ * - 3.11: one counter, tstate->recursion_remaining, takes a level for each
+ *   Python frame and for each C call that checks for recursion (a method
+ *   call such as f_locals.values() does).
+ * - GH-96510 (gh-91079, 3.12) split it: py_recursion_remaining counts Python
+ *   frames against sys.getrecursionlimit(), c_recursion_remaining counts C
+ *   calls against a fixed limit (GH-107535: 1500 on 3.12, each entry to the
+ *   evaluator costing 2; under a PEP 523 function every Python call is one).
+ * - GH-130007 (gh-91079, 3.14) checks the C stack by its address instead of
+ *   a counter: only Python frames are counted.
+ * Remove a branch when its versions are dropped. */
+#define PYFRAME_ONE_RECURSION_COUNTER (!PYFRAME_PY312)
+#define PYFRAME_C_RECURSION_COUNTER (PYFRAME_PY312 && !PYFRAME_PY314)
+
+/* Levels of recursion pyframe gives the Python it runs before a frame (the
+ * callback, guards): they run at the depth of the frame they decide about,
+ * which has not started, so without it their own calls would reach the
+ * recursion limit where the program's frame would not, and their frames
+ * would end the program's RecursionError traceback.  As many as CPython
+ * allows a thread that is raising RecursionError (tstate->recursion_headroom).
+ */
+#define PYFRAME_USER_PYTHON_HEADROOM 50
+
+/* Gives the thread `levels` more recursion (negative: takes them back).
+ * sys.setrecursionlimit() keeps the depth a thread is at, and with it the
+ * levels given, until they are taken back. */
+static inline void
+compat_recursion_headroom(PyThreadState *tstate, int levels)
+{
+#if PYFRAME_ONE_RECURSION_COUNTER
+    tstate->recursion_remaining += levels;
+#else
+    tstate->py_recursion_remaining += levels;
+#  if PYFRAME_C_RECURSION_COUNTER
+    tstate->c_recursion_remaining += levels;
+#  endif
+#endif
+}
+
 #if PYFRAME_HAS_SPECIALIZATION_MODE
 /* ---- what the specialization mode touches (specialize.c) ------------------ */
 

@@ -649,17 +649,21 @@ error:
 /* Calls into the user's Python (the callback, a guard) go between these:
  * the thread's frames are not intercepted meanwhile, and they run as trace
  * functions do, unseen by tracers, profilers, sys.monitoring and debuggers,
- * so tools stacked on pyframe see the program as it would run alone. */
+ * so tools stacked on pyframe see the program as it would run alone.  With
+ * recursion headroom, so that the program reaches the recursion limit in its
+ * own frames, not in the callback (compat.h). */
 static inline void
 user_python_enter(thread_hook *thread, PyThreadState *tstate)
 {
     thread->paused++;
     PyThreadState_EnterTracing(tstate);
+    compat_recursion_headroom(tstate, PYFRAME_USER_PYTHON_HEADROOM);
 }
 
 static inline void
 user_python_leave(thread_hook *thread, PyThreadState *tstate)
 {
+    compat_recursion_headroom(tstate, -PYFRAME_USER_PYTHON_HEADROOM);
     PyThreadState_LeaveTracing(tstate);
     thread->paused--;
 }

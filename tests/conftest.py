@@ -24,6 +24,10 @@ import pyframe
 PY312 = sys.version_info >= (3, 12)
 CALLER_POPS_FRAME = not PY312
 PY313 = sys.version_info >= (3, 13)
+# CPython 3.12 counts each entry to its eval loop against a C recursion limit
+# (GH-107535: 1500, 2 an entry), and under any PEP 523 function every Python
+# call enters it: RecursionError comes at about 750 nested calls, not 1000.
+HOOK_LOWERS_RECURSION_LIMIT = PY312 and not PY313
 PY314 = sys.version_info >= (3, 14)
 # Specialization mode (pyframe.set_specialization) needs CPython 3.15
 # (gh-146031); PYFRAME_TEST_SPECIALIZATION=1 runs every test in it there.

@@ -15,11 +15,18 @@ import subprocess
 import sys
 import threading
 import traceback
+import types
 import warnings
 import weakref
 
 import pytest
-from conftest import PY312, _free_tool_id, monitoring, with_const
+from conftest import (
+    HOOK_LOWERS_RECURSION_LIMIT,
+    PY312,
+    _free_tool_id,
+    monitoring,
+    with_const,
+)
 
 import pyframe
 
@@ -73,7 +80,7 @@ def deepest_descent():
 
     Under the hook that is less than without it on 3.12, whose eval loop
     counts each entry against its C recursion limit too (a PEP 523 function
-    makes every Python call enter it), and the callback's frames count.
+    makes every Python call enter it).
     """
     low, high = 0, sys.getrecursionlimit()
     while low < high:
@@ -1010,6 +1017,72 @@ def test_monitoring_disable_and_exceptions_inside_monitoring_callbacks():
             sys.monitoring.restart_events()
     # Each replacement is a new code object: DISABLE holds for that one only.
     assert starts.count("calls_add") == 2 and starts.count("add") == 2
+    sanity()
+
+
+# ---- the recursion limit is reached in the program's frames -----------------------
+# The callback and guards run before the frame they decide about has started,
+# at its depth: their own calls (Python frames, and on 3.11 C calls such as
+# f_locals.values(), which count there too) go deeper than the program.  They
+# run unseen: RecursionError comes where it comes without pyframe, in the
+# program's frame, and the traceback is the program's alone.
+
+
+def descend_forever():
+    return descend_forever()
+
+
+def runaway_recursion():
+    """(message, [(function, line), ...] of the traceback) of the
+    RecursionError that a runaway recursion started here ends with."""
+    try:
+        descend_forever()
+    except RecursionError as error:
+        entries = traceback.extract_tb(error.__traceback__)
+        return str(error), [(entry.name, entry.lineno) for entry in entries]
+    raise AssertionError("descend_forever() returned")
+
+
+def read_every_local(frame):
+    for _ in frame.f_locals.values():  # a C call: a level of recursion on 3.11
+        pass
+
+
+def call_nested_helpers(frame, depth=10):
+    # Python frames of the callback's own, deeper than the frame's.
+    return None if depth == 0 else call_nested_helpers(frame, depth - 1)
+
+
+def every_local_read(f_locals):
+    read_every_local(types.SimpleNamespace(f_locals=f_locals))
+    return True
+
+
+def cache_behind_a_reading_guard(frame):
+    if frame.f_code is descend_forever.__code__:
+        return pyframe.Compiled(frame.f_code, every_local_read)
+    return None
+
+
+@pytest.mark.parametrize(
+    "callback", [read_every_local, call_nested_helpers, cache_behind_a_reading_guard]
+)
+def test_recursion_limit_is_reached_in_the_programs_frame(callback, floorhook):
+    plain = runaway_recursion()
+    # The same under a PEP 523 function that does nothing but pass frames on.
+    floorhook.install()
+    try:
+        passed_through = runaway_recursion()
+    finally:
+        floorhook.uninstall()
+    with pyframe.callback(callback):
+        for _ in range(2):  # the second with the guard's entry cached
+            assert runaway_recursion() == passed_through
+    if not HOOK_LOWERS_RECURSION_LIMIT:
+        assert passed_through == plain
+    message, entries = plain
+    assert message == "maximum recursion depth exceeded"
+    assert {name for name, _ in entries[1:]} == {"descend_forever"}
     sanity()
 
 
