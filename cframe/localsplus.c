@@ -88,6 +88,14 @@ own_dict_entries(PyObject *dict)
     return DK_UNICODE_ENTRIES(mp->ma_keys);
 }
 
+/* What each entry of a spare dict holds until it is refilled: an object of
+ * pyframe's own, made on first use and kept for the process.  Not None:
+ * references to None kept between frames would show in sys.getrefcount(None)
+ * on 3.11, where None is not immortal (CPython's test_sys counts them).  No
+ * program holds this one, it has no finalizer, and the reference kept here
+ * keeps it alive, so replacing it in an entry runs no code. */
+static PyObject *recycled_placeholder;
+
 /* Writes an optimized frame's entry values into the entries of `spare` (a
  * dict only the caller holds, see pyframe_locals_recycle): 1 when its keys
  * were the frame's bound names in slot order, as they are when the frame it
@@ -113,16 +121,15 @@ refill_in_place(_PyInterpreterFrame *frame, PyCodeObject *code, PyObject *spare)
         if (value == NULL) {
             continue;
         }
-        /* A recycled entry holds a reference to None (the entry's own, as
-         * in any dict), so replacing it runs no finalizer that could change
-         * the table under `entries`; the reference is given back all the
-         * same, which only 3.11 can tell (None is immortal from 3.12 on). */
+        /* A recycled entry holds a reference to the placeholder (its own, as
+         * any dict entry owns its value): replacing it gives that reference
+         * back and runs no code that could change the table under `entries`. */
         if (k >= used || entries[k].me_key != PyTuple_GET_ITEM(code->co_localsplusnames, i)
-                || entries[k].me_value != Py_None) {
+                || entries[k].me_value != recycled_placeholder) {
             return 0;
         }
         entries[k].me_value = Py_NewRef(value);
-        Py_DECREF(Py_None);
+        Py_DECREF(recycled_placeholder);
         holds_gc_objects |= PyType_IS_GC(Py_TYPE(value));
         k++;
     }
@@ -213,10 +220,18 @@ pyframe_locals_recycle(PyObject *locals)
     if (!PyDict_CheckExact(locals) || Py_REFCNT(locals) != 1) {
         return 0;
     }
+    if (recycled_placeholder == NULL) {
+        /* No exception is set when a dict is taken back: only ours, if any. */
+        recycled_placeholder = PyObject_CallNoArgs((PyObject *)&PyBaseObject_Type);
+        if (recycled_placeholder == NULL) {
+            PyErr_Clear();   /* not reused, then: it is only a saving */
+            return 0;
+        }
+    }
     entries = own_dict_entries(locals);
     for (Py_ssize_t k = 0; entries != NULL && k < ((PyDictObject *)locals)->ma_used; k++) {
         PyObject *value = entries[k].me_value;   /* Owned by the entry until replaced. */
-        entries[k].me_value = Py_NewRef(Py_None);
+        entries[k].me_value = Py_NewRef(recycled_placeholder);
         if (Py_REFCNT(value) > 1) {
             Py_DECREF(value);
             continue;

@@ -96,6 +96,30 @@ def test_a_dropped_dict_keeps_no_value_alive():
         assert alive() is None  # freed at once, not at the next frame
 
 
+def four(a, b, c, d):
+    return a
+
+
+def test_the_reused_dict_holds_nothing_a_program_can_count():
+    # Between frames the spare's entries hold a value of pyframe's own: were
+    # it None, sys.getrefcount(None) would change with the size of the last
+    # frame whose f_locals was read (3.11 only: None is immortal from 3.12;
+    # CPython's test_sys.test_refcount saw it).
+    def callback(frame):
+        frame.f_locals
+
+    # Counted by C calls alone: a Python frame would be read and refill it.
+    with pyframe.callback(callback):
+        one(1)
+        before = sys.getrefcount(None), sys.getrefcount(True)
+        four(1, 2, 3, 4)  # leaves a spare of four entries, where one's had one
+        after = sys.getrefcount(None), sys.getrefcount(True)
+        one(True)
+        again = sys.getrefcount(None), sys.getrefcount(True)
+    assert after == before
+    assert again == before
+
+
 def test_guards_that_keep_their_dict_see_it_unchanged():
     kept = []
 
