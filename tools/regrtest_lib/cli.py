@@ -18,10 +18,11 @@ import subprocess
 import sys
 import tempfile
 
-from .compare import Comparison
+from .compare import Comparison, overall_verdict
 from .report import header_lines, print_report, write_json
 from .runner import (
     MODES,
+    PYFRAME_MODES,
     clean_log_dir,
     extension_digest,
     log,
@@ -65,8 +66,8 @@ def parse_args(argv, description):
     parser.add_argument(
         "--modes",
         default=",".join(MODES),
-        help="comma-separated subset of %s (default: all; the verdict needs pyframe "
-        "and at least one other)" % ",".join(MODES),
+        help="comma-separated subset of %s (default: all; a verdict needs pyframe or "
+        "locals and none or floorhook)" % ",".join(MODES),
     )
     parser.add_argument(
         "--threads",
@@ -78,7 +79,7 @@ def parse_args(argv, description):
         choices=("python", "c"),
         default="python",
         help="the pyframe run's callback: a Python function (default) or the same "
-        "in C (tools/regrtest_site/freshcopy.c)",
+        "in C (tools/regrtest_site/freshcopy.c); the locals run's is Python",
     )
     parser.add_argument(
         "--log-dir", help="where regrtest's output goes (default: a new temporary directory)"
@@ -143,7 +144,7 @@ def parse_args(argv, description):
         parser.error("no such test in %s's test package: %s" % (sys.executable, " ".join(missing)))
     args.tests = tests
     args.allowlist = versions.allowlist_for(version)
-    if "pyframe" in args.modes and extension_digest()[0] is None:
+    if set(PYFRAME_MODES) & set(args.modes) and extension_digest()[0] is None:
         parser.error(
             "pyframe is not importable by %s: run this script with the python of a "
             "venv where pyframe is installed" % sys.executable
@@ -211,11 +212,24 @@ def main(description, argv=None):
             )
         so_after = extension_digest()[1]
 
-        comparison = Comparison(runs, args.allowlist, tests)
-        if comparison.offending and args.recheck:
-            comparison.rechecked = recheck(
-                comparison.offending, envs, tmp, log_dir, args.timeout, args.extra
-            )
+        # The allowlist explains what a copy of the code cannot pass: the
+        # locals run changes no code, so it has none.
+        comparisons = [
+            Comparison(runs, args.allowlist if mode == "pyframe" else [], tests, mode)
+            for mode in PYFRAME_MODES
+            if mode in runs
+        ]
+        for comparison in comparisons:
+            if comparison.offending and args.recheck:
+                comparison.rechecked = recheck(
+                    comparison.mode,
+                    comparison.offending,
+                    envs,
+                    tmp,
+                    log_dir,
+                    args.timeout,
+                    args.extra,
+                )
     except KeyboardInterrupt:
         log("regrtest.py: interrupted")
         return 130
@@ -223,9 +237,9 @@ def main(description, argv=None):
         shutil.rmtree(tmp, ignore_errors=True)
 
     extension = {"path": so_path, "sha256": so_before, "after": so_after}
-    print_report(header, extension, runs, comparison, log_dir, tests)
+    print_report(header, extension, runs, comparisons, log_dir, tests)
     sys.stdout.flush()
     if args.json:
         os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-        write_json(args.json, args, log_dir, runs, comparison, extension)
-    return {None: 0, "PASS": 0, "FAIL": 1, "INCOMPLETE": 2}[comparison.verdict]
+        write_json(args.json, args, log_dir, runs, comparisons, extension)
+    return {None: 0, "PASS": 0, "FAIL": 1, "INCOMPLETE": 2}[overall_verdict(comparisons)]

@@ -1,14 +1,16 @@
-"""The classifier: the pyframe run's failing test ids against the reference runs.
+"""The classifier: a pyframe run's failing test ids against the reference runs.
 
-Every test id that fails under pyframe is either
+Each run with a pyframe callback (runner.PYFRAME_MODES: pyframe, locals) is
+compared on its own.  Every test id that fails in it is either
   shared        it fails in the none or floorhook run too;
   allowlisted   an allowlist entry for this CPython version (allowlist.toml)
-                says why a copy of the code cannot pass it;
+                says why a copy of the code cannot pass it (the pyframe run
+                only: the locals run changes no code and has no allowlist);
   incomparable  the none or floorhook run did not finish its test file;
   offending     anything else: pyframe broke it.
-Comparison holds the four sets and the verdict they make.  The allowlist comes
-in as the running version's (pattern, reason) entries: nothing here knows
-versions.
+Comparison holds the four sets and the verdict they make; overall_verdict
+the worst of them.  The allowlist comes in as the running version's
+(pattern, reason) entries: nothing here knows versions.
 """
 
 import fnmatch
@@ -32,13 +34,13 @@ def allowlist_reason(test_id, allowlist):
     return None
 
 
-def classify_failures(runs, allowlist):
-    """Sort the pyframe run's failing ids into shared / allowlisted /
+def classify_failures(runs, allowlist, mode):
+    """Sort the failing ids of `mode`'s run into shared / allowlisted /
     incomparable / offending."""
-    references = [runs[mode] for mode in REFERENCE_MODES if mode in runs]
+    references = [runs[m] for m in REFERENCE_MODES if m in runs]
     shared, allowlisted, incomparable, offending = set(), {}, {}, set()
     reference_failures = set().union(*(run.failures() for run in references))
-    for test_id in runs["pyframe"].failures():
+    for test_id in runs[mode].failures():
         if test_id in reference_failures:
             shared.add(test_id)
             continue
@@ -66,19 +68,22 @@ def stale_allowlist(allowlist, tests, pyframe_failures):
 
 
 class Comparison:
-    """The pyframe run's failures against the reference runs, and the verdict."""
+    """The failures of `mode`'s run (one of runner.PYFRAME_MODES) against the
+    reference runs, and the verdict."""
 
-    def __init__(self, runs, allowlist, tests):
-        self.references = [mode for mode in REFERENCE_MODES if mode in runs]
-        self.comparable = "pyframe" in runs and bool(self.references)
+    def __init__(self, runs, allowlist, tests, mode):
+        self.mode = mode
+        self.has_allowlist = bool(allowlist)
+        self.references = [m for m in REFERENCE_MODES if m in runs]
+        self.comparable = mode in runs and bool(self.references)
         self.shared, self.allowlisted, self.incomparable, self.offending = set(), {}, {}, set()
         self.rechecked = {}
         self.stale = []
         self.unusable = [m for m, run in runs.items() if not any(o.status for o in run.segments)]
         if self.comparable:
-            found = classify_failures(runs, allowlist)
+            found = classify_failures(runs, allowlist, mode)
             self.shared, self.allowlisted, self.incomparable, self.offending = found
-            self.stale = stale_allowlist(allowlist, tests, runs["pyframe"].failures())
+            self.stale = stale_allowlist(allowlist, tests, runs[mode].failures())
 
     @property
     def verdict(self):
@@ -91,24 +96,57 @@ class Comparison:
         return "PASS"
 
     def verdict_line(self):
-        verdict = self.verdict
+        verdict, mode = self.verdict, self.mode
         if verdict is None:
-            return "no verdict: it needs the pyframe run and the none or floorhook run"
+            return "%s: no verdict: it needs the %s run and the none or floorhook run" % (
+                mode,
+                mode,
+            )
         if verdict == "FAIL":
             return (
-                "VERDICT: FAIL: %d test id(s) fail under pyframe, pass without it and are "
-                "not allowlisted" % len(self.offending)
+                "%s: FAIL: %d test id(s) fail in the %s run, pass without pyframe and are "
+                "not allowlisted" % (mode, len(self.offending), mode)
             )
         if self.unusable:
             return (
-                "VERDICT: INCOMPLETE: regrtest reported no test file in the %s run(s); see "
-                "the logs" % ", ".join(self.unusable)
+                "%s: INCOMPLETE: regrtest reported no test file in the %s run(s); see "
+                "the logs" % (mode, ", ".join(self.unusable))
             )
         if verdict == "INCOMPLETE":
-            return "VERDICT: INCOMPLETE: %d pyframe failure(s) could not be compared" % len(
-                self.incomparable
+            return "%s: INCOMPLETE: %d failure(s) of the %s run could not be compared" % (
+                mode,
+                len(self.incomparable),
+                mode,
             )
-        return (
-            "VERDICT: PASS: every pyframe failure fails without pyframe too (%d) or is "
-            "allowlisted (%d)" % (len(self.shared), len(self.allowlisted))
+        allowlisted = (
+            " or is allowlisted (%d)" % len(self.allowlisted) if self.has_allowlist else ""
         )
+        return "%s: PASS: every failure of the %s run fails without pyframe too (%d)%s" % (
+            mode,
+            mode,
+            len(self.shared),
+            allowlisted,
+        )
+
+
+def overall_verdict(comparisons):
+    """The worst verdict of the comparisons that have one: FAIL, then
+    INCOMPLETE, then PASS; None when none has."""
+    verdicts = {c.verdict for c in comparisons} - {None}
+    for verdict in ("FAIL", "INCOMPLETE", "PASS"):
+        if verdict in verdicts:
+            return verdict
+    return None
+
+
+def overall_verdict_line(comparisons):
+    verdict = overall_verdict(comparisons)
+    if verdict is None:
+        return (
+            "no verdict: it needs a run with pyframe (pyframe, locals) and the none or "
+            "floorhook run"
+        )
+    return "VERDICT: %s (%s)" % (
+        verdict,
+        ", ".join("%s %s" % (c.mode, c.verdict) for c in comparisons if c.verdict),
+    )

@@ -12,7 +12,14 @@ import platform
 import shlex
 import sys
 
+from .compare import overall_verdict, overall_verdict_line
 from .results import module_of
+
+# What each run with a pyframe callback installs, for the header.
+CALLBACKS = {
+    "pyframe": "Compiled(frame.f_code.replace()) for every code object",
+    "locals": "reads every value of every frame's f_locals and lets the frame run",
+}
 
 
 def print_set(title, ids, notes=None):
@@ -54,23 +61,26 @@ def header_lines(args, log_dir):
         "%d test files, -j%d, --timeout %d s, modes: %s; logs in %s"
         % (len(args.tests), args.jobs, args.timeout, ", ".join(args.modes), log_dir),
     ]
-    if "pyframe" in args.modes:
-        header.append(
-            "pyframe callback: Compiled(frame.f_code.replace()) for every code object, in "
-            + ("Python" if args.callback == "python" else "C (--callback c)")
-            + ", installed in the main thread "
-            + (
-                "and in every threading.Thread (--threads)"
-                if args.threads
-                else "only (other threads: pyframe's hook as a pass-through; see --threads)"
+    threads = (
+        "and in every threading.Thread (--threads)"
+        if args.threads
+        else "only (other threads: pyframe's hook as a pass-through; see --threads)"
+    )
+    for mode, callback in CALLBACKS.items():
+        if mode in args.modes:
+            language = (
+                "C (--callback c)" if mode == "pyframe" and args.callback == "c" else "Python"
             )
-        )
+            header.append(
+                "%s callback: %s, in %s, installed in the main thread %s"
+                % (mode, callback, language, threads)
+            )
     if args.extra:
         header.append("extra regrtest arguments: " + shlex.join(args.extra))
     return header
 
 
-def print_report(header, extension, runs, comparison, log_dir, tests):
+def print_report(header, extension, runs, comparisons, log_dir, tests):
     """The whole text report, on stdout."""
     for line in header:
         print(line)
@@ -81,11 +91,11 @@ def print_report(header, extension, runs, comparison, log_dir, tests):
                 "WARNING: the pyframe extension changed during the run (now %s)"
                 % extension["after"]
             )
-    print_details(runs, comparison, log_dir)
-    print_summary(runs, comparison, tests)
+    print_details(runs, comparisons, log_dir)
+    print_summary(runs, comparisons, tests)
 
 
-def print_details(runs, comparison, log_dir):
+def print_details(runs, comparisons, log_dir):
     """Every failing id of every run, and how the runs differ."""
     for mode, run in runs.items():
         print()
@@ -103,19 +113,23 @@ def print_details(runs, comparison, log_dir):
             "floorhook-only failures (fail under the pass-through hook, pass without)",
             runs["floorhook"].failures() - runs["none"].failures(),
         )
-    if comparison.comparable:
-        references = "/".join(comparison.references)
-        print()
-        print_set("shared: fail under pyframe and without it (%s)" % references, comparison.shared)
+    for comparison in comparisons:
+        if not comparison.comparable:
+            continue
+        mode, references = comparison.mode, "/".join(comparison.references)
         print()
         print_set(
-            "fixed under pyframe (fail in a reference run, pass with pyframe)",
+            "%s shared: fail in it and without pyframe (%s)" % (mode, references), comparison.shared
+        )
+        print()
+        print_set(
+            "fixed in the %s run (fail in a reference run, pass there)" % mode,
             set().union(*(runs[m].failures() for m in comparison.references))
-            - runs["pyframe"].failures(),
+            - runs[mode].failures(),
         )
 
 
-def print_summary(runs, comparison, tests):
+def print_summary(runs, comparisons, tests):
     """The tables and the verdict: the end of the report."""
     print()
     print("== summary: CPython %s, %d test files" % (platform.python_version(), len(tests)))
@@ -132,65 +146,83 @@ def print_summary(runs, comparison, tests):
     ]
     print(table(rows, ("mode", "time", "exit", "test cases", "failing ids", "ran again")))
     print()
+    comparable = [c for c in comparisons if c.comparable]
     file_rows, quiet = [], 0
     for test in tests:
         cells = [run.cell(test) for run in runs.values()]
         counts = [
             len([t for t in ids if module_of(t) == test])
-            for ids in (comparison.allowlisted, comparison.incomparable, comparison.offending)
+            for c in comparable
+            for ids in counted_ids(c)
         ]
         if all(c in ("ok", "skipped") for c in cells) and not any(counts):
             quiet += 1
             continue
-        if comparison.comparable:
-            cells += [n or "" for n in counts]
-        file_rows.append([test, *cells])
+        file_rows.append([test, *cells, *(n or "" for n in counts)])
     if file_rows:
         header = ["test file", *runs]
-        if comparison.comparable:
-            header += ["allowlisted", "incomparable", "OFFENDING"]
+        for c in comparable:
+            whats = ("allowlisted",) * c.has_allowlist + ("incomparable", "OFFENDING")
+            header += ["%s %s" % (c.mode, what) for what in whats]
         print(table(file_rows, header))
     print("%d%s test file(s) pass in every mode" % (quiet, " other" if file_rows else ""))
-    if comparison.comparable:
-        print()
-        counts = [
-            ("shared (fail without pyframe too)", len(comparison.shared)),
-            ("allowlisted (a copy of the code cannot pass)", len(comparison.allowlisted)),
-            ("incomparable (a reference run did not finish)", len(comparison.incomparable)),
-            ("offending", len(comparison.offending)),
-        ]
-        print(table(counts, ("pyframe failures", "ids")))
-        if comparison.allowlisted:
-            print()
-            print("allowlisted (%d):" % len(comparison.allowlisted))
-            for test_id, reason in sorted(comparison.allowlisted.items()):
-                print("    " + test_id)
-                print(wrap(reason, " " * 8))
-        if comparison.stale:
-            print()
-            print_set(
-                "NOTE: allowlist patterns that matched no failure (pyframe or CPython changed?)",
-                comparison.stale,
-            )
-        if comparison.incomparable:
-            print()
-            print_set(
-                "incomparable: fail under pyframe, a reference run did not finish the file",
-                comparison.incomparable,
-                {t: "(in %s)" % ", ".join(ms) for t, ms in comparison.incomparable.items()},
-            )
-        if comparison.offending:
-            print()
-            notes = {
-                t: "[alone: pyframe %s, floorhook %s]" % (v["pyframe"], v["floorhook"])
-                for t, v in comparison.rechecked.items()
-            }
-            print_set("OFFENDING: fail under pyframe only", comparison.offending, notes)
+    for comparison in comparable:
+        print_comparison(comparison)
     print()
-    print(comparison.verdict_line())
+    for comparison in comparisons:
+        print(comparison.verdict_line())
+    print(overall_verdict_line(comparisons))
 
 
-def write_json(path, args, log_dir, runs, comparison, extension):
+def counted_ids(comparison):
+    """The sets of failing ids the file table counts for a comparison:
+    allowlisted (where it has an allowlist), incomparable, offending."""
+    sets = (comparison.incomparable, comparison.offending)
+    return (comparison.allowlisted, *sets) if comparison.has_allowlist else sets
+
+
+def print_comparison(comparison):
+    """One pyframe run's failures, sorted, with the allowlist's reasons."""
+    mode = comparison.mode
+    print()
+    counts = [
+        ("shared (fail without pyframe too)", len(comparison.shared)),
+        ("allowlisted (a copy of the code cannot pass)", len(comparison.allowlisted)),
+        ("incomparable (a reference run did not finish)", len(comparison.incomparable)),
+        ("offending", len(comparison.offending)),
+    ]
+    if not comparison.has_allowlist:
+        del counts[1]
+    print(table(counts, ("%s run's failures" % mode, "ids")))
+    if comparison.allowlisted:
+        print()
+        print("allowlisted in the %s run (%d):" % (mode, len(comparison.allowlisted)))
+        for test_id, reason in sorted(comparison.allowlisted.items()):
+            print("    " + test_id)
+            print(wrap(reason, " " * 8))
+    if comparison.stale:
+        print()
+        print_set(
+            "NOTE: allowlist patterns that matched no failure (pyframe or CPython changed?)",
+            comparison.stale,
+        )
+    if comparison.incomparable:
+        print()
+        print_set(
+            "incomparable: fail in the %s run, a reference run did not finish the file" % mode,
+            comparison.incomparable,
+            {t: "(in %s)" % ", ".join(ms) for t, ms in comparison.incomparable.items()},
+        )
+    if comparison.offending:
+        print()
+        notes = {
+            t: "[alone: %s %s, floorhook %s]" % (mode, v[mode], v["floorhook"])
+            for t, v in comparison.rechecked.items()
+        }
+        print_set("OFFENDING: fail in the %s run only" % mode, comparison.offending, notes)
+
+
+def write_json(path, args, log_dir, runs, comparisons, extension):
     data = {
         "python": sys.executable,
         "version": platform.python_version(),
@@ -219,13 +251,19 @@ def write_json(path, args, log_dir, runs, comparison, extension):
         "files": {
             test: {mode: run.cell(test) for mode, run in runs.items()} for test in args.tests
         },
-        "shared": sorted(comparison.shared),
-        "allowlisted": dict(sorted(comparison.allowlisted.items())),
-        "stale_allowlist": comparison.stale,
-        "incomparable": dict(sorted(comparison.incomparable.items())),
-        "offending": sorted(comparison.offending),
-        "recheck": comparison.rechecked,
-        "verdict": comparison.verdict,
+        "comparisons": {
+            c.mode: {
+                "shared": sorted(c.shared),
+                "allowlisted": dict(sorted(c.allowlisted.items())),
+                "stale_allowlist": c.stale,
+                "incomparable": dict(sorted(c.incomparable.items())),
+                "offending": sorted(c.offending),
+                "recheck": c.rechecked,
+                "verdict": c.verdict,
+            }
+            for c in comparisons
+        },
+        "verdict": overall_verdict(comparisons),
     }
     with open(path, "w", encoding="utf-8") as f:
         json.dump(data, f, indent=2, sort_keys=True)

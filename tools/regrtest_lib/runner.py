@@ -1,9 +1,9 @@
 """Running ``python -m test`` in each mode, and again where a run stopped.
 
-Owns the three modes' set-up (the sitecustomize copied from
-tools/regrtest_site into a temporary directory put first on PYTHONPATH, the
-floorhook and --callback c extensions built beside it, the check that each
-mode's hook really is installed), the regrtest processes (output streamed to
+Owns the modes' set-up (the sitecustomize copied from tools/regrtest_site
+into a temporary directory put first on PYTHONPATH, the floorhook and
+--callback c extensions built beside it, the check that each mode's hook
+really is installed), the regrtest processes (output streamed to
 a log and parsed as it comes, a watchdog should regrtest itself hang), the
 continuations of a test file whose worker crashed or timed out with a test
 case running, and the rechecks of offending ids alone.
@@ -28,8 +28,13 @@ TOOLS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SITE_SOURCES = os.path.join(TOOLS, "regrtest_site")
 FLOORHOOK_BUILDER = os.path.join(TOOLS, "floorhook", "build.py")
 
-MODES = ("none", "floorhook", "pyframe")
+MODES = ("none", "floorhook", "pyframe", "locals")
 REFERENCE_MODES = ("none", "floorhook")
+# The runs with a pyframe callback, each compared with the reference runs:
+# "pyframe" runs a cached copy of every code object, "locals" reads every
+# frame's f_locals and lets the frame run.  Both load
+# regrtest_site/pyframe/sitecustomize.py; CALLBACK_ENV says which callback.
+PYFRAME_MODES = ("pyframe", "locals")
 THREADS_ENV = "PYFRAME_REGRTEST_THREADS"
 CALLBACK_ENV = "PYFRAME_REGRTEST_CALLBACK"
 # How many times a test file that crashed or timed out is run again without
@@ -43,7 +48,7 @@ def log(message):
 
 def clean_log_dir(log_dir):
     """Remove the logs an earlier run left in a reused --log-dir."""
-    for pattern in ("none.log", "floorhook.log", "pyframe.log", "continue*-*.log", "recheck-*.log"):
+    for pattern in (*(mode + ".log" for mode in MODES), "continue*-*.log", "recheck-*.log"):
         for path in glob.glob(os.path.join(log_dir, pattern)):
             os.unlink(path)
 
@@ -82,10 +87,11 @@ def build_extension(source, module, target_dir):
 def prepare_sites(tmp, callback):
     """{mode: directory to put first on PYTHONPATH, or None}."""
     sites = {"none": None}
-    for mode in ("floorhook", "pyframe"):
+    for mode in ("floorhook", *PYFRAME_MODES):
         site = os.path.join(tmp, mode)
         os.makedirs(site)
-        shutil.copy(os.path.join(SITE_SOURCES, mode, "sitecustomize.py"), site)
+        source = "pyframe" if mode in PYFRAME_MODES else mode
+        shutil.copy(os.path.join(SITE_SOURCES, source, "sitecustomize.py"), site)
         sites[mode] = site
     load_floorhook_builder().build(sites["floorhook"])
     if callback == "c":
@@ -104,6 +110,8 @@ def mode_env(mode, site, threads, callback):
             env[THREADS_ENV] = "1"
         if mode == "pyframe":
             env[CALLBACK_ENV] = callback
+        elif mode == "locals":
+            env[CALLBACK_ENV] = "locals"
     return env
 
 
@@ -121,6 +129,14 @@ PREFLIGHT = {
         "print('pyframe', pyframe.__version__, 'from', pyframe.__file__, "
         "'callback', pyframe.get_callback(), 'installed by', sitecustomize.__file__)"
     ),
+    "locals": (
+        "import sitecustomize, pyframe; "
+        "assert pyframe.hook_installed(); "
+        "assert pyframe.get_callback().__name__ == '_regrtest_read_f_locals'; "
+        "f = lambda: 1; f(); assert pyframe.cache_entries(f.__code__) == []; "
+        "print('pyframe', pyframe.__version__, 'from', pyframe.__file__, "
+        "'callback', pyframe.get_callback(), 'installed by', sitecustomize.__file__)"
+    ),
 }
 
 
@@ -135,7 +151,7 @@ THREAD_PREFLIGHT = (
 def preflight(mode, env, cwd, threads):
     """Check the mode's sitecustomize really installs its hook (a failing
     sitecustomize only prints a warning and the run would go on hook-less)."""
-    check = PREFLIGHT[mode] + (THREAD_PREFLIGHT if threads and mode == "pyframe" else "")
+    check = PREFLIGHT[mode] + (THREAD_PREFLIGHT if threads and mode in PYFRAME_MODES else "")
     done = subprocess.run(
         [sys.executable, "-c", check],
         env=env,
@@ -250,9 +266,10 @@ def run_mode(mode, regrtest_args, env, cwd, log_dir, deadline, tests, timeout, e
     return run
 
 
-def recheck(offending, envs, cwd, log_dir, timeout, extra):
-    """Run each offending id again, alone (its test file with -m for the test),
-    under floorhook and pyframe.  Returns {id: {mode: "fail"|"pass"}}."""
+def recheck(mode, offending, envs, cwd, log_dir, timeout, extra):
+    """Run each of `mode`'s offending ids again, alone (its test file with -m
+    for the test), under floorhook and `mode`.  Returns {id: {mode:
+    "fail"|"pass"}}."""
     by_file = {}
     for test_id in offending:
         by_file.setdefault(module_of(test_id), set()).add(test_id)
@@ -262,15 +279,17 @@ def recheck(offending, envs, cwd, log_dir, timeout, extra):
         if not any(PSEUDO_ID_RE.match(t) and base_id(t) == test for t in ids):
             match = sorted({base_id(t) for t in ids})
         args = single_file_args(test, timeout, extra, match=match)
-        for mode in ("floorhook", "pyframe"):
-            label = "recheck %s %s" % (mode, test)
-            log_path = os.path.join(log_dir, "recheck-%s-%s.log" % (mode, test))
+        for which in ("floorhook", mode):
+            label = "recheck %s %s" % (which, test)
+            name = which if which == mode else "%s-for-%s" % (which, mode)
+            log_path = os.path.join(log_dir, "recheck-%s-%s.log" % (name, test))
             outcome, _, _ = run_regrtest(
-                label, args, envs[mode], cwd, log_path, timeout * 2 + 120, [test]
+                label, args, envs[which], cwd, log_path, timeout * 2 + 120, [test]
             )
             failed = outcome.failures()
             for test_id in ids:
-                verdicts.setdefault(test_id, {})[mode] = "fail" if test_id in failed else "pass"
+                verdict = "fail" if test_id in failed else "pass"
+                verdicts.setdefault(test_id, {})[which] = verdict
     return verdicts
 
 

@@ -1,16 +1,19 @@
-"""sitecustomize for tools/regrtest.py's "pyframe" run.
+"""sitecustomize for tools/regrtest.py's "pyframe" and "locals" runs.
 
 tools/regrtest.py copies this file into a temporary directory and puts that
 directory first on PYTHONPATH, so every interpreter the run starts (regrtest,
 its workers, and the interpreters tests start without -I/-E) installs, before
-any test code runs, a pyframe callback that replaces every code object with a
-fresh copy of itself (``code.replace()``) and caches it on the original: every
-Python frame of the thread then runs pyframe's replacement path.
+any test code runs, a pyframe callback chosen by PYFRAME_REGRTEST_CALLBACK:
 
-The callback is a Python function, unless PYFRAME_REGRTEST_CALLBACK=c: then it
-is regrtest_freshcopy.fresh_copy (tools/regrtest_site/freshcopy.c, built by
-tools/regrtest.py next to this file), the same callback in C, which runs no
-Python frame and so is invisible to sys.settrace/setprofile/monitoring.
+  python (the pyframe run; the default)  replaces every code object with a
+      fresh copy of itself (``code.replace()``) and caches it on the original:
+      every Python frame of the thread then runs pyframe's replacement path;
+  c  the same callback in C: regrtest_freshcopy.fresh_copy
+      (tools/regrtest_site/freshcopy.c, built by tools/regrtest.py next to
+      this file), which runs no Python frame and so is invisible to
+      sys.settrace/setprofile/monitoring;
+  locals (the locals run)  reads every value of every frame's f_locals and
+      lets the frame run: pyframe's entry-locals path on every frame.
 
 pyframe callbacks are per thread: this installs the callback in the main thread
 only.  Other threads still go through pyframe's PEP 523 function (it is
@@ -33,10 +36,20 @@ def _regrtest_fresh_copy(frame, Compiled=pyframe.Compiled):
     return Compiled(frame.f_code.replace())
 
 
-if os.environ.get("PYFRAME_REGRTEST_CALLBACK") == "c":
-    from regrtest_freshcopy import fresh_copy as _regrtest_fresh_copy  # noqa: F811
+def _regrtest_read_f_locals(frame):
+    for _ in frame.f_locals.values():
+        pass
 
-pyframe.set_callback(_regrtest_fresh_copy)
+
+_which = os.environ.get("PYFRAME_REGRTEST_CALLBACK")
+if _which == "c":
+    from regrtest_freshcopy import fresh_copy as _regrtest_callback
+elif _which == "locals":
+    _regrtest_callback = _regrtest_read_f_locals
+else:
+    _regrtest_callback = _regrtest_fresh_copy
+
+pyframe.set_callback(_regrtest_callback)
 
 if os.environ.get("PYFRAME_REGRTEST_THREADS") == "1":
     import threading
@@ -46,7 +59,7 @@ if os.environ.get("PYFRAME_REGRTEST_THREADS") == "1":
     def _regrtest_bootstrap_inner(
         self,
         set_callback=pyframe.set_callback,
-        callback=_regrtest_fresh_copy,
+        callback=_regrtest_callback,
         bootstrap_inner=_bootstrap_inner,
     ):
         set_callback(callback)
