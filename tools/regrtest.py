@@ -12,7 +12,8 @@ script: use a venv where pyframe is installed) in each of four modes:
              so every frame runs a fresh copy of its code, cached on the
              original (tools/regrtest_site/*/sitecustomize.py);
   locals     a sitecustomize installs a pyframe callback that reads every value
-             of every frame's ``f_locals`` and lets the frame run.
+             of every frame's ``f_locals`` (when it is a dict: exec() may run
+             module and class code in any mapping) and lets the frame run.
 
 The sitecustomize modules are copied into a temporary directory put first on
 PYTHONPATH, so regrtest, its workers and the interpreters tests start without

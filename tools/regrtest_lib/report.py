@@ -18,7 +18,7 @@ from .results import module_of
 # What each run with a pyframe callback installs, for the header.
 CALLBACKS = {
     "pyframe": "Compiled(frame.f_code.replace()) for every code object",
-    "locals": "reads every value of every frame's f_locals and lets the frame run",
+    "locals": "reads every value of every frame's f_locals (a dict) and lets the frame run",
 }
 
 

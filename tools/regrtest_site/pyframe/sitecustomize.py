@@ -12,8 +12,9 @@ any test code runs, a pyframe callback chosen by PYFRAME_REGRTEST_CALLBACK:
       (tools/regrtest_site/freshcopy.c, built by tools/regrtest.py next to
       this file), which runs no Python frame and so is invisible to
       sys.settrace/setprofile/monitoring;
-  locals (the locals run)  reads every value of every frame's f_locals and
-      lets the frame run: pyframe's entry-locals path on every frame.
+  locals (the locals run)  reads every value of every frame's f_locals (when
+      it is a dict: module and class code may run in any mapping) and lets
+      the frame run: pyframe's entry-locals path on every frame.
 
 pyframe callbacks are per thread: this installs the callback in the main thread
 only.  Other threads still go through pyframe's PEP 523 function (it is
@@ -36,9 +37,14 @@ def _regrtest_fresh_copy(frame, Compiled=pyframe.Compiled):
     return Compiled(frame.f_code.replace())
 
 
-def _regrtest_read_f_locals(frame):
-    for _ in frame.f_locals.values():
-        pass
+def _regrtest_read_f_locals(frame, isinstance=isinstance, dict_values=dict.values, dict=dict):
+    f_locals = frame.f_locals
+    # exec() and eval() give module and class code any mapping the caller
+    # passes: its methods are the test's own code (as for a trace function
+    # reading f_locals), so only a dict's values are read, through dict's.
+    if isinstance(f_locals, dict):
+        for _ in dict_values(f_locals):
+            pass
 
 
 _which = os.environ.get("PYFRAME_REGRTEST_CALLBACK")
