@@ -30,7 +30,8 @@ PY
 
 rm -rf "$work"
 mkdir -p "$work/src"
-cp -r setup.py pyproject.toml README.md pyframe cframe "$work/src/"
+# What setup.py builds from (MANIFEST-less: these are the whole sdist).
+cp -r setup.py pyproject.toml README.md pyframe-dynamo.pth pyframe cframe "$work/src/"
 rm -f "$work"/src/pyframe/*.so "$work"/src/pyframe/_cframe.c
 (
     cd "$work/src"
