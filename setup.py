@@ -2,7 +2,11 @@
 
 Environment switches (the tox and CI builds set both):
   PYFRAME_WERROR=1  our C (cframe/*.c) is compiled with warnings as errors.
-  PYFRAME_DEBUG=1   keep assert()s (release builds compile them out).
+  PYFRAME_DEBUG=1   keep assert()s and debug information.  Release builds
+                    (the default, and `make dist`'s wheels) compile the asserts
+                    out and carry no debug information: -g0 overrides the -g in
+                    the interpreter's own CFLAGS, so the extension is a few
+                    hundred KiB instead of over a megabyte.
 """
 
 import os
@@ -52,6 +56,12 @@ class BuildExt(build_ext):
             compile_one(obj, src, ext, cc_args, extra_postargs, pp_opts)
 
         self.compiler._compile = compile_with_policy
+        # A pyenv interpreter's LDSHARED adds -Wl,-rpath to its own lib/.  The
+        # extension does not link libpython, so that would only write the
+        # build machine's path into every wheel (auditwheel keeps it).
+        self.compiler.linker_so = [
+            arg for arg in self.compiler.linker_so if not arg.startswith("-Wl,-rpath")
+        ]
         super().build_extensions()
 
 
@@ -72,8 +82,14 @@ class BuildPy(build_py):
 
 
 compile_args = ["-Wall", "-Wextra", "-Wno-unused-parameter", "-std=gnu11", "-fvisibility=hidden"]
+link_args = []
 if _flag("PYFRAME_DEBUG"):
     compile_args += ["-UNDEBUG", "-O1", "-g"]
+else:
+    # Last -g wins: drop the interpreter's -g; the linker drops what is left
+    # (debug sections of static libgcc code, say).
+    compile_args += ["-g0"]
+    link_args += ["-Wl,--strip-debug"]
 
 extension = Extension(
     "pyframe._cframe",
@@ -88,6 +104,7 @@ extension = Extension(
     include_dirs=["cframe"],
     depends=["cframe/compat.h", "cframe/pyframe.h", "cframe/cache.h", "cframe/specialize.h"],
     extra_compile_args=compile_args,
+    extra_link_args=link_args,
 )
 
 setup(
