@@ -1,7 +1,13 @@
-"""python -m pyframe, driven as a user would: subprocesses, pipes and a pseudo-terminal.
+"""The command line, driven as a user would: subprocesses, pipes and a pseudo-terminal.
 
-The sample programs are in tests/cli_samples/; each test runs them with and,
-where it matters, without pyframe, and compares.
+Every test runs twice: through `python -m pyframe` and through the `pyframe`
+command (the console script), which must behave the same but for the name
+they give themselves in usage and errors.  The sample programs are in
+tests/cli_samples/; each test runs them with and, where it matters, without
+pyframe, and compares what pyframe wrote (its report, its errors, the
+program's traceback), never the whole of a process's stderr: an interpreter
+may print more (a distribution's interpreter did, with an object's address
+that differs between runs).
 """
 
 from __future__ import annotations
@@ -11,13 +17,16 @@ import json
 import os
 import re
 import select
+import shutil
 import signal
 import struct
 import subprocess
 import sys
+import sysconfig
 import termios
 import time
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -36,11 +45,9 @@ def _env() -> dict[str, str]:
     return env
 
 
-def python(
-    *args: str, cwd: Path = SAMPLES, stdin: str | None = None
-) -> subprocess.CompletedProcess[str]:
+def _run(command: Sequence[str], cwd: Path, stdin: str | None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, *args],
+        command,
         cwd=cwd,
         input=stdin if stdin is not None else "",
         capture_output=True,
@@ -50,10 +57,48 @@ def python(
     )
 
 
+def python(
+    *args: str, cwd: Path = SAMPLES, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    return _run([sys.executable, *args], cwd, stdin)
+
+
+@dataclass(frozen=True)
+class EntryPoint:
+    """One way to start the command line."""
+
+    command: tuple[str, ...]
+    prog: str  # the name it gives itself in usage and errors
+
+
+def _console_script() -> str:
+    """The `pyframe` command installed beside this interpreter."""
+    script = Path(sysconfig.get_path("scripts")) / "pyframe"
+    found = str(script) if script.exists() else shutil.which("pyframe")
+    if found is None:
+        pytest.fail(f"the `pyframe` command is not installed (not in {script.parent} or on PATH)")
+    return found
+
+
+MODULE_ENTRY = EntryPoint((sys.executable, "-m", "pyframe"), "python -m pyframe")
+CLI = MODULE_ENTRY  # set for each test by the entry_point fixture
+
+
+@pytest.fixture(autouse=True, params=["python -m pyframe", "pyframe"])
+def entry_point(request: pytest.FixtureRequest) -> Iterator[EntryPoint]:
+    """Runs each test through `python -m pyframe` and through the `pyframe` command."""
+    global CLI
+    if request.param == "pyframe":
+        CLI = EntryPoint((_console_script(),), "pyframe")
+    else:
+        CLI = MODULE_ENTRY
+    yield CLI
+
+
 def pyframe_cli(
     *args: str, cwd: Path = SAMPLES, stdin: str | None = None
 ) -> subprocess.CompletedProcess[str]:
-    return python("-m", "pyframe", *args, cwd=cwd, stdin=stdin)
+    return _run([*CLI.command, *args], cwd, stdin)
 
 
 def headers(report: str) -> list[str]:
@@ -62,7 +107,44 @@ def headers(report: str) -> list[str]:
 
 
 def json_records(report: str) -> list[dict]:
-    return [json.loads(line) for line in report.splitlines()]
+    return [json.loads(line) for line in report.splitlines() if line.startswith("{")]
+
+
+def report_lines(stderr: str) -> list[str]:
+    """The lines of a plain report: each frame's header and the table under it."""
+    lines = []
+    in_frame = False
+    for line in stderr.splitlines():
+        if re.match(r"\[\d+\] ", line):
+            in_frame = True
+        elif not line.startswith("    "):
+            in_frame = False
+        if in_frame:
+            lines.append(line)
+    return lines
+
+
+def pyframe_lines(stderr: str) -> list[str]:
+    """Everything pyframe itself wrote: report lines, its errors and notices."""
+    # "pyframe: ...", "pyframe locals: error: ...", "python -m pyframe run: error: ..."
+    own = tuple(prog + end for prog in ("pyframe", "python -m pyframe") for end in (":", " "))
+    return report_lines(stderr) + [line for line in stderr.splitlines() if line.startswith(own)]
+
+
+def traceback_of(stderr: str) -> str:
+    """The last traceback in stderr, from its first line to the exception's line
+    (or, for a SyntaxError, Python's report of it); "" if there is none."""
+    lines = stderr.splitlines()
+    starts = [i for i, line in enumerate(lines) if line == "Traceback (most recent call last):"]
+    if not starts:
+        starts = [i for i, line in enumerate(lines) if line.startswith('  File "')][:1]
+    if not starts:
+        return ""
+    start = starts[-1]
+    end = next(
+        (i for i in range(start + 1, len(lines)) if not lines[i].startswith(" ")), len(lines) - 1
+    )
+    return "\n".join(lines[start : end + 1]) + "\n"
 
 
 def slot_rows(report: str, header: str) -> list[list[str]]:
@@ -83,10 +165,11 @@ def assert_one_line_error(
     assert result.returncode == status, result
     assert result.stdout == ""
     assert "Traceback" not in result.stderr
-    assert result.stderr.count("\n") == 1, result.stderr
-    assert "error:" in result.stderr
+    (error,) = pyframe_lines(result.stderr)
+    assert error.startswith(f"{CLI.prog} ") or error.startswith(f"{CLI.prog}:"), error
+    assert "error:" in error
     for word in words:
-        assert word in result.stderr
+        assert word in error
 
 
 # ---- help --------------------------------------------------------------------
@@ -95,8 +178,27 @@ def assert_one_line_error(
 def test_help_lists_commands_and_examples() -> None:
     result = pyframe_cli("--help")
     assert result.returncode == 0
-    for text in ("locals", "run", "python -m pyframe locals -i", "--callback"):
+    assert result.stdout.startswith(f"usage: {CLI.prog} [-h]")
+    for text in ("locals", "run", f"\n  {CLI.prog} locals -i", "--callback"):
         assert text in result.stdout
+
+
+@pytest.mark.parametrize("entry_point", ["pyframe"], indirect=True)  # it runs both itself
+def test_help_is_the_same_either_way() -> None:
+    # The two entry points differ in their name only.
+    module = subprocess.run(
+        [sys.executable, "-m", "pyframe", "locals", "--help"], capture_output=True, text=True
+    )
+    script = subprocess.run([_console_script(), "locals", "--help"], capture_output=True, text=True)
+    assert module.returncode == script.returncode == 0
+    assert module.stdout.startswith("usage: python -m pyframe locals ")
+    assert module.stdout.replace("python -m pyframe", "pyframe") == script.stdout
+
+
+def test_version() -> None:
+    result = pyframe_cli("--version")
+    assert result.returncode == 0
+    assert result.stdout == f"pyframe {pyframe.__version__}\n"
 
 
 def test_locals_help_documents_every_option() -> None:
@@ -114,7 +216,7 @@ def test_locals_help_documents_every_option() -> None:
 def test_run_help() -> None:
     result = pyframe_cli("run", "--help")
     assert result.returncode == 0
-    assert "--callback MODULE_OR_FILE:FUNCTION" in result.stdout
+    assert result.stdout.startswith(f"usage: {CLI.prog} run --callback MODULE_OR_FILE:FUNCTION")
 
 
 # ---- locals: the report --------------------------------------------------------
@@ -244,8 +346,13 @@ def test_max_stops_reporting_but_not_the_program() -> None:
 def test_skip_stdlib_is_the_default_and_all_turns_it_off() -> None:
     default = pyframe_cli("locals", "uses_stdlib.py")
     skip = pyframe_cli("locals", "--skip-stdlib", "uses_stdlib.py")
-    assert default.stderr == skip.stderr
+    assert report_lines(default.stderr) == report_lines(skip.stderr)
     assert headers(default.stderr) == ["<module>  uses_stdlib.py:1", "brightness  uses_stdlib.py:6"]
+    assert slot_rows(default.stderr, "brightness") == [
+        ["0", "red", "local", "0.2"],
+        ["1", "green", "local", "0.4"],
+        ["2", "blue", "local", "0.6"],
+    ]
 
     everything = pyframe_cli("locals", "--all", "--json", "uses_stdlib.py")
     assert everything.returncode == 0
@@ -265,13 +372,13 @@ def test_output_file(tmp_path: Path) -> None:
     report = tmp_path / "report.txt"
     result = pyframe_cli("locals", "--match", "greet", "--output", str(report), "demo.py")
     assert result.returncode == 0
-    assert result.stderr == ""
+    assert pyframe_lines(result.stderr) == []
     assert headers(report.read_text()) == ["greet  demo.py:16"]
 
     jsonl = tmp_path / "report.jsonl"
     result = pyframe_cli("locals", "--json", "--output", str(jsonl), "demo.py")
     assert result.returncode == 0
-    assert result.stderr == ""
+    assert pyframe_lines(result.stderr) == [] and json_records(result.stderr) == []
     assert len(json_records(jsonl.read_text())) == 11
 
 
@@ -281,7 +388,10 @@ def test_failing_report_does_not_fail_the_program() -> None:
     result = pyframe_cli("locals", "--output", "/dev/full", "demo.py")
     assert result.returncode == 0
     assert result.stdout == plain.stdout
-    assert result.stderr.startswith("pyframe: report stopped: OSError: ")
+    # The report stops at the first failed write; closing the file fails too.
+    stopped, closing = pyframe_lines(result.stderr)
+    assert stopped.startswith("pyframe: report stopped: OSError: ")
+    assert closing.startswith("pyframe: --output '/dev/full': ")
     assert "Traceback" not in result.stderr
 
 
@@ -307,7 +417,10 @@ def test_exit_status_passes_through(tmp_path: Path, args: tuple[str, ...], statu
     result = pyframe_cli("locals", "--output", str(tmp_path / "r"), "demo.py", *args)
     assert plain.returncode == result.returncode == status
     assert result.stdout == plain.stdout
-    assert result.stderr == plain.stderr
+    assert pyframe_lines(result.stderr) == []
+    assert traceback_of(result.stderr) == traceback_of(plain.stderr) == ""
+    if "--exit-message" in args:  # Python prints a SystemExit that is not a number
+        assert "bye" in plain.stderr.splitlines() and "bye" in result.stderr.splitlines()
 
 
 def test_uncaught_exception_is_reported_as_python_does(tmp_path: Path) -> None:
@@ -316,9 +429,12 @@ def test_uncaught_exception_is_reported_as_python_does(tmp_path: Path) -> None:
     assert plain.returncode == result.returncode == 1
     assert result.stdout == plain.stdout
     # The same traceback, starting at the program's own <module>.
-    assert result.stderr == plain.stderr
-    assert result.stderr.startswith("Traceback (most recent call last):\n  File ")
-    assert "ValueError: bad value 7" in result.stderr
+    assert traceback_of(result.stderr) == traceback_of(plain.stderr)
+    demo = SAMPLES / "demo.py"
+    assert traceback_of(result.stderr).startswith(
+        f'Traceback (most recent call last):\n  File "{demo}", line 67, in <module>\n'
+    )
+    assert traceback_of(result.stderr).endswith("\nValueError: bad value 7\n")
 
 
 def test_syntax_error_in_the_program(tmp_path: Path) -> None:
@@ -327,8 +443,9 @@ def test_syntax_error_in_the_program(tmp_path: Path) -> None:
     plain = python(str(bad))
     result = pyframe_cli("locals", str(bad))
     assert plain.returncode == result.returncode == 1
-    assert result.stderr == plain.stderr
-    assert "SyntaxError" in result.stderr
+    assert traceback_of(result.stderr) == traceback_of(plain.stderr)
+    assert traceback_of(result.stderr).startswith(f'  File "{bad}", line 1\n')
+    assert traceback_of(result.stderr).endswith("\nSyntaxError: invalid syntax\n")
 
 
 def test_keyboard_interrupt(tmp_path: Path) -> None:
@@ -338,7 +455,8 @@ def test_keyboard_interrupt(tmp_path: Path) -> None:
     result = pyframe_cli("locals", "--output", str(tmp_path / "r"), str(script))
     assert plain.returncode == -signal.SIGINT
     assert result.returncode == 128 + signal.SIGINT  # what a shell shows for plain Python
-    assert result.stderr == plain.stderr
+    assert traceback_of(result.stderr) == traceback_of(plain.stderr)
+    assert traceback_of(result.stderr).endswith("\nKeyboardInterrupt\n")
 
 
 # ---- bad input -------------------------------------------------------------------
@@ -482,7 +600,8 @@ def test_interactive_with_piped_commands() -> None:
     assert "hello pyframe!\n" in result.stdout
     assert "(pyframe)" not in result.stdout
     session = result.stderr
-    assert session.startswith("[1] greet  demo.py:16\n")
+    assert headers(session) == ["greet  demo.py:16"]
+    assert "[1] greet  demo.py:16\n    #  name" in session
     for expected in [
         "(pyframe) h\nAt a frame about to run:\n",
         "(pyframe) p name\n'world'\n",
@@ -514,7 +633,7 @@ def test_interactive_continue_skip_and_end_of_input() -> None:
         "make_adder.<locals>.add  demo.py:10",
         "greet  demo.py:16",
     ]
-    assert result.stderr.endswith("(end of input: the program runs on without stopping)\n")
+    assert "(pyframe) \n(end of input: the program runs on without stopping)\n" in result.stderr
     assert result.stdout.endswith("done\n")
 
 
@@ -568,7 +687,7 @@ class Terminal:
                 fcntl.ioctl(slave, termios.TIOCSCTTY, 0)
 
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "pyframe", *args],
+            [*CLI.command, *args],
             cwd=cwd,
             env=_env(),
             start_new_session=True,
@@ -628,7 +747,7 @@ class Terminal:
 
 @pytest.fixture
 def terminal() -> Iterator[Callable[..., Terminal]]:
-    """Starts `python -m pyframe ARGS` on a pseudo-terminal; kills what is left at the end."""
+    """Starts the command line with ARGS on a pseudo-terminal; kills what is left at the end."""
     opened: list[Terminal] = []
 
     def start(*args: str, stdin_data: str | None = None) -> Terminal:
@@ -670,7 +789,7 @@ def test_terminal_session(terminal: Callable[..., Terminal]) -> None:
     rest, status = term.finish()
     assert status == 0
     assert "hello terminal!\n" in rest
-    assert rest.endswith("done\n")
+    assert "\ndone\n" in rest  # the program ran to its end
 
 
 def test_terminal_quit(terminal: Callable[..., Terminal]) -> None:
@@ -680,7 +799,7 @@ def test_terminal_quit(terminal: Callable[..., Terminal]) -> None:
     rest, status = term.finish()
     assert status == 0
     assert "(pyframe)" not in rest
-    assert "sums 13 15\n" in rest and rest.endswith("done\n")
+    assert "sums 13 15\n" in rest and "\ndone\n" in rest  # the program ran to its end
 
 
 def test_terminal_end_of_input(terminal: Callable[..., Terminal]) -> None:
@@ -691,7 +810,7 @@ def test_terminal_end_of_input(terminal: Callable[..., Terminal]) -> None:
     assert status == 0
     assert "(end of input: the program runs on without stopping)" in rest
     assert "(pyframe)" not in rest
-    assert rest.endswith("done\n")
+    assert "\ndone\n" in rest  # the program ran to its end
 
 
 def test_tty_option_leaves_stdin_to_the_program(terminal: Callable[..., Terminal]) -> None:

@@ -1,4 +1,4 @@
-"""The command line debugger: ``python -m pyframe``.
+"""The command line debugger: the ``pyframe`` command, or ``python -m pyframe``.
 
 ``locals`` reports (or, with ``-i``, stops at) the entry slots of every frame a
 program starts; ``run`` runs a program under a callback of the user's own.
@@ -15,6 +15,6 @@ loads ``run --callback``; ``command_line`` parses the arguments and holds
 ``main()``; ``errors`` says what went wrong in one line.
 """
 
-from pyframe.cli.command_line import main
+from pyframe.cli.command_line import console_script, main
 
-__all__ = ["main"]
+__all__ = ["console_script", "main"]

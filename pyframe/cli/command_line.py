@@ -1,14 +1,17 @@
-"""The command line: `python -m pyframe locals|run ... PROGRAM`.
+"""The command line: `pyframe locals|run ... PROGRAM` (or `python -m pyframe ...`).
 
 build_parser() holds every option and help text; command_locals() and
 command_run() put a command's parts together (the program, the frame filter,
 the report or the interactive session, the user's callback); main() turns
-UsageError into one line on stderr and an exit status.
+UsageError into one line on stderr and an exit status.  The two ways in,
+`python -m pyframe` (pyframe/__main__.py) and the `pyframe` console script
+(console_script()), differ only in the name usage and errors give them.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 from collections.abc import Sequence
@@ -21,7 +24,7 @@ from pyframe.cli.program import load_program, report_uncaught, run_program
 from pyframe.cli.reports import Report
 from pyframe.cli.user_callback import load_callback
 
-PROG = "python -m pyframe"
+PROG = "pyframe"  # the console script; python -m pyframe passes its own name
 PROGRAM_USAGE = "(script.py [args...] | -m module [args...])"
 
 
@@ -86,11 +89,11 @@ sys.argv, __main__ module, sys.path[0], output, exit status and tracebacks.
 
 EXAMPLES = """\
 examples:
-  python -m pyframe locals myscript.py --verbose
-  python -m pyframe locals --match '^parse' --max 5 -m mypackage.tool
-  python -m pyframe locals --json --output frames.jsonl myscript.py
-  python -m pyframe locals -i myscript.py
-  python -m pyframe run --callback mycallbacks:on_frame myscript.py
+  {prog} locals myscript.py --verbose
+  {prog} locals --match '^parse' --max 5 -m mypackage.tool
+  {prog} locals --json --output frames.jsonl myscript.py
+  {prog} locals -i myscript.py
+  {prog} run --callback mycallbacks:on_frame myscript.py
 """
 
 LOCALS_DESCRIPTION = """\
@@ -124,11 +127,11 @@ or sys.path, or a path to a .py file.  FUNCTION may be dotted (obj.method).
 """
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     parser = _Parser(
-        prog=PROG,
+        prog=prog,
         description=DESCRIPTION,
-        epilog=EXAMPLES,
+        epilog=EXAMPLES.format(prog=prog),
         formatter_class=_HelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"pyframe {pyframe.__version__}")
@@ -139,7 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
         "locals",
         help="show each function's arguments and locals as it starts (-i: stop and inspect)",
         description=LOCALS_DESCRIPTION,
-        usage=f"{PROG} locals [options] {PROGRAM_USAGE}",
+        usage=f"{prog} locals [options] {PROGRAM_USAGE}",
         formatter_class=_HelpFormatter,
     )
     locals_parser.set_defaults(handler=command_locals, parser=locals_parser)
@@ -210,7 +213,7 @@ def build_parser() -> argparse.ArgumentParser:
         "run",
         help="run a program with your own pyframe callback installed",
         description=RUN_DESCRIPTION,
-        usage=f"{PROG} run --callback MODULE_OR_FILE:FUNCTION {PROGRAM_USAGE}",
+        usage=f"{prog} run --callback MODULE_OR_FILE:FUNCTION {PROGRAM_USAGE}",
         formatter_class=_HelpFormatter,
     )
     run.set_defaults(handler=command_run, parser=run)
@@ -276,9 +279,9 @@ def command_run(args: argparse.Namespace) -> int:
     return run_program(program, callback)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """python -m pyframe; returns the exit status."""
-    parser = build_parser()
+def main(argv: Sequence[str] | None = None, prog: str = PROG) -> int:
+    """The command line, named `prog` in usage and errors; returns the exit status."""
+    parser = build_parser(prog)
     args, unknown = parser.parse_known_args(argv)
     if unknown:
         # Unknown options before the program (after it, they are the program's own).
@@ -292,3 +295,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The program (or its module) does not compile: Python reports that without a traceback.
         report_uncaught(error)
         return 1
+
+
+def console_script() -> int:
+    """The `pyframe` command: `python -m pyframe` under its own name.
+
+    `python -m` puts the current directory first on sys.path, a console script
+    its own bin/ directory: put the current directory there, so that `-m
+    module` and `run --callback module:function` find the same modules either
+    way (with -P or PYTHONSAFEPATH neither adds anything).
+    """
+    if not sys.flags.safe_path and sys.path:
+        sys.path[0] = os.getcwd()
+    return main()
