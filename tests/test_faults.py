@@ -10,6 +10,7 @@ autouse fixture in conftest checks that no callback and no hook is left.
 import asyncio
 import gc
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -1185,4 +1186,8 @@ def test_callback_results_accepted_during_interpreter_shutdown(mode, tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout == "__del__ ran\n", done.stderr
-    assert done.stderr == ""
+    # What a failure at shutdown prints (PyErr_WriteUnraisable, a fatal
+    # error), not the whole stderr: an interpreter may print more of its own.
+    assert not re.search(r"Exception ignored|Traceback|Fatal Python error|Error:", done.stderr), (
+        done.stderr
+    )
