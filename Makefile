@@ -20,7 +20,7 @@ TOX_PY := $(subst $(space),$(comma),$(foreach v,$(VERSIONS),py$(subst .,,$(v))))
 TOOLS := .venv-tools
 VENV := .venv-run
 
-.PHONY: help run test dev lint asan valgrind fuzz bench clean
+.PHONY: help run test dev lint dist docs asan valgrind fuzz bench clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 12
@@ -37,8 +37,8 @@ run: $(VENV)/bin/python  ## build pyframe; run examples/hello.py (print entry lo
 	$(VENV)/bin/python examples/hello.py
 	$(VENV)/bin/python examples/compiled.py
 
-test: $(TOOLS)/bin/tox  ## the tests on 3.11-3.15 (3.15 also in the specialization mode), next to TorchDynamo (torch 2.13; 2.15 on 3.15; ~5 GB each), and lint, as CI does
-	$(TOOLS)/bin/tox run -e $(TOX_PY),py315-spec,$(subst $(comma),-torch$(comma),$(TOX_PY))-torch,lint
+test: $(TOOLS)/bin/tox  ## the tests on 3.11-3.15 (3.15 also in the specialization mode), next to TorchDynamo (torch 2.13; 2.15 on 3.15; ~5 GB each), against the release wheel where no compiler is, and lint, as CI does
+	$(TOOLS)/bin/tox run -e $(TOX_PY),py315-spec,$(subst $(comma),-torch$(comma),$(TOX_PY))-torch,wheel,lint
 
 dev:  ## editable installs in .venv-3.11 ... .venv-3.15 for quick pytest runs
 	for py in $(PYTHONS); do \
@@ -49,6 +49,9 @@ dev:  ## editable installs in .venv-3.11 ... .venv-3.15 for quick pytest runs
 
 lint: $(TOOLS)/bin/tox  ## ruff, and the C compiled with -Werror
 	$(TOOLS)/bin/tox run -e lint
+
+dist: $(TOOLS)/bin/tox  ## the sdist and a manylinux wheel per CPython 3.11-3.15 (release builds, twine-checked) into dist/
+	$(TOOLS)/bin/tox run -e dist
 
 asan:  ## the tests on every version with pyframe built with AddressSanitizer and UBSan
 	for v in $(VERSIONS); do tools/asan.sh $$v || exit 1; done

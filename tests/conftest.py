@@ -116,8 +116,13 @@ def load_floorhook(directory):
 
 @pytest.fixture(scope="module")
 def floorhook(tmp_path_factory):
-    """tools/floorhook, uninstalled after the module if a test left it in."""
-    module = load_floorhook(tmp_path_factory.mktemp("floorhook"))
+    """tools/floorhook, uninstalled after the module if a test left it in.
+
+    PYFRAME_TEST_FLOORHOOK_DIR names a directory where it was built already:
+    tools/dist.py check-wheel runs the tests where no compiler is.
+    """
+    prebuilt = os.environ.get("PYFRAME_TEST_FLOORHOOK_DIR")
+    module = load_floorhook(prebuilt or tmp_path_factory.mktemp("floorhook"))
     yield module
     if module.installed():
         module.uninstall()
