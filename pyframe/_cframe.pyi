@@ -1,4 +1,9 @@
-"""Type stub for pyframe._cframe, the compiled layer (pyframe/_cframe.pyx)."""
+"""Type stub for pyframe._cframe, the compiled layer (pyframe/_cframe.pyx).
+
+It is also what the documentation's API reference is made from (docs/, with
+sphinx-autoapi): each name's type comes from here, and so does its docstring.
+Examples are in docs/reference/, where they are run as tests.
+"""
 
 from collections.abc import Callable, Iterable, Mapping
 from types import CellType, CodeType, FrameType, TracebackType
@@ -10,76 +15,196 @@ class _Sentinel:
     def name(self) -> str: ...
 
 SKIP: Final[_Sentinel]
+"""Returned by a callback: run the frame, and never ask this callback's cache
+about this code object again (until :func:`~pyframe.reset`)."""
+
 SKIP_RECURSIVE: Final[_Sentinel]
+"""Returned by a callback: run the frame and everything it calls without
+callbacks, this time and every time after (until :func:`~pyframe.reset`)."""
+
 RUN_ONLY: Final[_Sentinel]
+"""Returned by a callback: run the frame; from now on, frames of this code
+run a cached entry whose guard holds, or run as they are, without asking the
+callback."""
+
 RUN_ONLY_RECURSIVE: Final[_Sentinel]
+"""Returned by a callback: :data:`~pyframe.RUN_ONLY` for this code and everything it
+calls."""
+
 UNBOUND: Final[_Sentinel]
+"""The value :attr:`~pyframe.Frame.localsplus` shows for an empty slot (a local not
+assigned yet)."""
 
 # TypeAlias rather than PEP 695's `type` statement, which 3.11 cannot parse.
 SlotKind: TypeAlias = Literal["local", "cell", "local+cell", "free", "hidden"]
+"""The kind of a frame slot, as :attr:`~pyframe.Frame.localsplus` names it: ``"hidden"``
+is a PEP 709 inlined-comprehension variable (3.12+), never part of
+``f_locals``."""
+
 Guard: TypeAlias = Callable[[Mapping[str, Any]], object]
+"""A cached entry's guard: called with the frame's entry locals; a true result
+runs the entry."""
 
 @final
 class Frame:
-    """A frame about to run; valid only while the callback it was passed to runs."""
+    """A frame about to run, as a callback is handed it.
+
+    It has not run a single instruction yet.  A :class:`~pyframe.Frame` is valid only
+    while the callback it was passed to runs: afterwards every attribute
+    raises :exc:`RuntimeError`.  Only pyframe makes them.
+    """
 
     @property
-    def f_code(self) -> CodeType: ...
+    def f_code(self) -> CodeType:
+        """The code object the frame is about to run."""
     @property
-    def f_globals(self) -> dict[str, Any]: ...
+    def f_globals(self) -> dict[str, Any]:
+        """The globals the frame runs with."""
     @property
-    def f_builtins(self) -> dict[str, Any]: ...
+    def f_builtins(self) -> dict[str, Any]:
+        """The builtins the frame runs with."""
     @property
-    def f_lasti(self) -> int: ...
+    def f_lasti(self) -> int:
+        """What CPython's ``frame.f_lasti`` says for a frame that has not
+        started: -1 on 3.11 and 3.12, 0 from 3.13 on."""
     @property
-    def f_lineno(self) -> int | None: ...
+    def f_lineno(self) -> int | None:
+        """The line the frame starts at: CPython's ``frame.f_lineno`` at its
+        first traced line; None when its code has no line numbers."""
     @property
-    def closure(self) -> tuple[CellType, ...]: ...
+    def closure(self) -> tuple[CellType, ...]:
+        """The cells the frame's free variables are bound to, in
+        ``co_freevars`` order: the function's own closure tuple (the cells
+        themselves, not copies); ``()`` without free variables."""
     @property
-    def f_back(self) -> FrameType | None: ...
+    def f_back(self) -> FrameType | None:
+        """The caller's frame object, or None."""
     @property
-    def is_generator(self) -> bool: ...
+    def is_generator(self) -> bool:
+        """True for generator, coroutine and async generator code (whose frame
+        the callback sees once, when the function is called)."""
     @property
-    def f_locals(self) -> Mapping[str, Any]: ...
+    def f_locals(self) -> Mapping[str, Any]:
+        """The frame's entry locals.
+
+        For a function, a new dict equal, key for key, object for object and
+        in order, to ``dict(frame.f_locals)`` at the frame's first traced
+        line: arguments, cell variables holding their arguments, free
+        variables read from the closure; unbound variables are left out.  For
+        module, class body and ``exec`` code, the frame's own locals mapping.
+        """
     @property
-    def localsplus(self) -> list[tuple[str, SlotKind, Any]]: ...
-    def set_local(self, name: str, value: object) -> None: ...
+    def localsplus(self) -> list[tuple[str, SlotKind, Any]]:
+        """Every slot of the frame as ``(name, kind, value)``, in slot order;
+        ``value`` is :data:`~pyframe.UNBOUND` where the slot is empty."""
+    def set_local(self, name: str, value: object) -> None:
+        """Set argument or local `name` to `value` before the frame runs.
+
+        :raises NameError: the code has no variable `name`.
+        :raises ValueError: `name` is a free variable (its cell is shared with
+            the enclosing scope).
+        """
 
 @final
 class Compiled:
-    """Replacement code, cached on the original code object behind `guard`."""
+    """Replacement code to run instead of a frame, cached on the original code
+    object behind `guard`, in the installed callback's :class:`~pyframe.Cache`.
+
+    Later frames of that code call ``guard(f_locals)`` (None: always true);
+    the first entry whose guard holds runs without asking the callback.  The
+    entry is dropped when an object in `depends_on` dies (they are held by
+    weak reference).  `code` may be the frame's own code: "run it as it is
+    while the guard holds".  A replacement must take the same arguments as
+    the original (counts, names, ``*args``/``**kwargs``); its free variables
+    are matched by name against the original closure.
+
+    :raises TypeError: `code` is not a code object, `guard` is not callable,
+        or an object in `depends_on` cannot be weakly referenced.
+    """
 
     def __init__(
         self, code: CodeType, guard: Guard | None = None, *, depends_on: Iterable[object] = ()
     ) -> None: ...
     @property
-    def code(self) -> CodeType: ...
+    def code(self) -> CodeType:
+        """The replacement code."""
     @property
-    def guard(self) -> Guard | None: ...
+    def guard(self) -> Guard | None:
+        """The guard, or None."""
     @property
-    def depends_on(self) -> tuple[object, ...]: ...
+    def depends_on(self) -> tuple[object, ...]:
+        """The objects whose death drops the entry."""
 
 DropReason: TypeAlias = Literal["limit", "invalidated", "reset"]
+"""Why a cached entry left its cache: ``"limit"`` (the least recently used,
+past the cache's limit), ``"invalidated"`` (an object in its ``depends_on``
+died) or ``"reset"`` (:func:`~pyframe.reset`)."""
+
 OnDrop: TypeAlias = Callable[[CodeType, CodeType, Guard | None, DropReason], object]
+"""A cache's ``on_drop(original, replacement, guard, reason)``."""
 
 @final
 class Cache:
-    """One client's remembered decisions and cached replacement code."""
+    """One client's remembered decisions and cached replacement code.
+
+    Every callback installation has one: the cache passed as ``cache=``, or
+    the one pyframe keeps for the callback itself as long as the callback
+    lives (so the same callback, installed again, finds its decisions and
+    entries again).  Decisions and entries are found only through the cache
+    that made them; a cache freed takes its entries with it.
+
+    `limit`: entries kept per code object (None: :func:`~pyframe.get_cache_limit` at
+    each insertion); past it, the least recently used go.  `on_drop` is
+    called as ``on_drop(original, replacement, guard, reason)`` when an entry
+    leaves for a :data:`~pyframe.DropReason`; not when the code object or the cache
+    itself is freed.  An exception from it is reported as unraisable.
+
+    :raises TypeError: `limit` is not an int or `on_drop` is not callable.
+    :raises ValueError: `limit` is not between 0 and 2**20.
+    """
 
     def __init__(self, *, limit: int | None = None, on_drop: OnDrop | None = None) -> None: ...
     @property
-    def limit(self) -> int | None: ...
+    def limit(self) -> int | None:
+        """The per-code-object limit, or None for the process's."""
     @property
-    def on_drop(self) -> OnDrop | None: ...
+    def on_drop(self) -> OnDrop | None:
+        """The callable told of dropped entries, or None."""
 
 CallbackResult: TypeAlias = None | _Sentinel | CodeType | Compiled
-Callback: TypeAlias = Callable[[Frame], CallbackResult]
+"""What a callback may return: None (run the frame, ask again next time), one
+of the decision sentinels, a code object to run instead this time, or a
+:class:`~pyframe.Compiled`."""
 
-def get_callback() -> Callback | None: ...
-def set_callback(callback: Callback | None, *, cache: Cache | None = None) -> Callback | None: ...
+Callback: TypeAlias = Callable[[Frame], CallbackResult]
+"""A callback: called with each new frame of the thread it is installed for."""
+
+def get_callback() -> Callback | None:
+    """The callback installed for the current thread, or None."""
+
+def set_callback(callback: Callback | None, *, cache: Cache | None = None) -> Callback | None:
+    """Install `callback` for the current thread (None removes it); return
+    the callback installed before.
+
+    Other threads are unaffected.  `cache` is the :class:`~pyframe.Cache` its
+    decisions and entries go to; by default the one pyframe keeps for
+    `callback`.
+
+    :raises TypeError: `callback` is not callable, or `cache` is given
+        without a callback (use :class:`~pyframe.run_only` for that).
+    """
 
 @final
 class callback:
+    """``with pyframe.callback(cb, cache=None):`` installs `cb` for the
+    current thread and puts back what was installed before on exit,
+    exceptions included.  ``as`` gives `cb`.
+
+    :raises TypeError: `callback` is not callable or `cache` not a
+        :class:`~pyframe.Cache`.
+    :raises RuntimeError: the same object is entered twice at once.
+    """
+
     def __init__(self, callback: Callback | None, *, cache: Cache | None = None) -> None: ...
     def __enter__(self) -> Callback | None: ...
     def __exit__(
@@ -91,6 +216,12 @@ class callback:
 
 @final
 class run_only:
+    """``with pyframe.run_only(cache):`` runs the current thread's frames with
+    the entries cached in `cache` (guards checked) and nothing else: no
+    callback is asked, and a miss runs the frame as it is.  What was
+    installed before comes back on exit.  ``as`` gives `cache`.
+    """
+
     def __init__(self, cache: Cache) -> None: ...
     def __enter__(self) -> Cache: ...
     def __exit__(
@@ -100,19 +231,68 @@ class run_only:
         tb: TracebackType | None,
     ) -> Literal[False]: ...
 
-def reset(code: CodeType | None = None, *, cache: Cache | None = None) -> None: ...
+def reset(code: CodeType | None = None, *, cache: Cache | None = None) -> None:
+    """Forget decisions and cached entries: for `code`, or for every code
+    object; of `cache` alone, or of every cache.  Dropped entries are
+    reported to their cache's ``on_drop`` as ``"reset"``."""
 
 Decision: TypeAlias = _Sentinel | None
+"""A remembered decision: :data:`~pyframe.SKIP`, :data:`~pyframe.SKIP_RECURSIVE`,
+:data:`~pyframe.RUN_ONLY`, :data:`~pyframe.RUN_ONLY_RECURSIVE`, or None for
+none."""
 
-def remember(code: CodeType, decision: Decision, *, cache: Cache) -> None: ...
-def remembered(code: CodeType, *, cache: Cache) -> Decision: ...
-def set_cache_limit(n: int) -> None: ...
-def get_cache_limit() -> int: ...
+def remember(code: CodeType, decision: Decision, *, cache: Cache) -> None:
+    """Make `decision` for `code` in `cache` without waiting for a frame: as if
+    the callback installed with `cache` had returned it for a frame of `code`.
+    None forgets the decision, so that the callback is asked again.  Cached
+    entries are kept either way.
+
+    :raises TypeError: `decision` is not one of those, `code` is not a code
+        object, or `cache` is not a :class:`~pyframe.Cache`.
+    """
+
+def remembered(code: CodeType, *, cache: Cache) -> Decision:
+    """The decision `cache` holds for `code` (one of the sentinels), or None."""
+
+def set_cache_limit(n: int) -> None:
+    """Keep at most `n` entries per code object in caches made without a
+    limit (default 8); past it the least recently used entry is dropped.
+    0 turns caching off.
+
+    :raises TypeError: `n` is not an int.
+    :raises ValueError: `n` is not between 0 and 2**20.
+    """
+
+def get_cache_limit() -> int:
+    """The per-code-object limit of caches made without one."""
+
 def cache_entries(
     code: CodeType, *, cache: Cache | None = None
-) -> list[tuple[CodeType, Guard | None, int]]: ...
-def hook_installed() -> bool: ...
-def set_specialization(enabled: bool) -> None: ...
-def specialization_enabled() -> bool: ...
+) -> list[tuple[CodeType, Guard | None, int]]:
+    """The entries cached on `code` as ``(replacement, guard, hits)``, most
+    recently used first: of `cache` alone, or of every cache."""
+
+def hook_installed() -> bool:
+    """True while pyframe's PEP 523 function is the interpreter's (while some
+    thread has a callback or runs :class:`~pyframe.run_only`)."""
+
+def set_specialization(enabled: bool) -> None:
+    """Switch the specialization mode on or off, for the process (CPython
+    3.15).
+
+    In the mode, frames of code a callback skipped (:data:`~pyframe.SKIP`,
+    :data:`~pyframe.SKIP_RECURSIVE`) run with pyframe's hook stepped aside, so CPython
+    specializes and inlines the calls they make, at the speed of no hook at
+    all; every frame of other code still reaches the callback or its cached
+    replacement.
+
+    :raises NotImplementedError: switching it on before CPython 3.15
+        (switching it off there does nothing).
+    :raises TypeError: `enabled` is not a bool.
+    """
+
+def specialization_enabled() -> bool:
+    """True while the specialization mode is on."""
+
 def _specialization_hooked(func: object) -> bool: ...
 def _specialization_aside() -> bool: ...
