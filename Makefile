@@ -37,8 +37,8 @@ run: $(VENV)/bin/python  ## build pyframe; run examples/hello.py (print entry lo
 	$(VENV)/bin/python examples/hello.py
 	$(VENV)/bin/python examples/compiled.py
 
-test: $(TOOLS)/bin/tox  ## the tests on 3.11-3.15 (3.15 also in the specialization mode), next to TorchDynamo (torch 2.13; 2.15 on 3.15; ~5 GB each), against the release wheel where no compiler is, and lint, as CI does
-	$(TOOLS)/bin/tox run -e $(TOX_PY),py315-spec,$(subst $(comma),-torch$(comma),$(TOX_PY))-torch,wheel,lint
+test: $(TOOLS)/bin/tox  ## the tests on 3.11-3.15 (3.15 also in the specialization mode), next to TorchDynamo (torch 2.13; 2.15 on 3.15; ~5 GB each), against the release wheel where no compiler is, the docs, and lint, as CI does
+	$(TOOLS)/bin/tox run -e $(TOX_PY),py315-spec,$(subst $(comma),-torch$(comma),$(TOX_PY))-torch,wheel,docs,lint
 
 dev:  ## editable installs in .venv-3.11 ... .venv-3.15 for quick pytest runs
 	for py in $(PYTHONS); do \
@@ -52,6 +52,9 @@ lint: $(TOOLS)/bin/tox  ## ruff, and the C compiled with -Werror
 
 dist: $(TOOLS)/bin/tox  ## the sdist and a manylinux wheel per CPython 3.11-3.15 (release builds, twine-checked) into dist/
 	$(TOOLS)/bin/tox run -e dist
+
+docs: $(TOOLS)/bin/tox  ## the documentation site into docs/_build/html (warnings as errors, links checked), and its examples run
+	$(TOOLS)/bin/tox run -e docs
 
 asan:  ## the tests on every version with pyframe built with AddressSanitizer and UBSan
 	for v in $(VERSIONS); do tools/asan.sh $$v || exit 1; done
@@ -69,4 +72,4 @@ bench: $(TOOLS)/bin/tox  ## the overhead benchmark (release builds, 7 rounds) on
 	$(TOOLS)/bin/tox run -e $(subst py,bench-py,$(TOX_PY))
 
 clean:  ## remove builds, venvs and caches
-	rm -rf build dist *.egg-info .tox $(TOOLS) $(VENV) .venv-3.1* .venv-asan-3.1* .venv-valgrind-3.1* pyframe/_cframe.c pyframe/*.so
+	rm -rf build dist *.egg-info .tox $(TOOLS) $(VENV) .venv-3.1* .venv-asan-3.1* .venv-valgrind-3.1* pyframe/_cframe.c pyframe/*.so docs/_build

@@ -331,16 +331,3 @@ def test_nothing_leaks_in_100000_warm_calls():
     assert [sys.getrefcount(obj) for obj in tracked] == before
     assert second - first < 16 * 1024, f"traced memory grew by {second - first} bytes"
     assert backend.graphs == [3]
-
-
-def test_the_example_runs():
-    example = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, "examples")
-    result = subprocess.run(
-        [sys.executable, os.path.join(example, "dynamo_compile.py")],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=os.path.dirname(os.path.abspath(__file__)),
-    )
-    assert result.returncode == 0, result.stderr
-    assert "same graphs as torch.compile" in result.stdout, result.stdout
