@@ -427,25 +427,6 @@ def test_the_environment_variable_installs_at_start():
         assert result.stdout.strip() == expected
 
 
-def test_an_unsupported_torch_is_a_one_line_import_error(tmp_path):
-    fake = tmp_path / "torch"
-    fake.mkdir()
-    (fake / "__init__.py").write_text("__version__ = '2.10.1+cpu'\n")
-    result = subprocess.run(
-        [sys.executable, "-c", "import pyframe.dynamo"],
-        capture_output=True,
-        text=True,
-        env=dict(os.environ, PYTHONPATH=str(tmp_path)),
-        cwd=str(tmp_path),
-        timeout=120,
-    )
-    last = result.stderr.strip().splitlines()[-1]
-    assert last == (
-        "ImportError: pyframe.dynamo supports torch 2.11, 2.12, 2.13, 2.14 and "
-        "2.15; this is torch 2.10.1+cpu"
-    )
-
-
 # ---- beside pyframe's own users, threads, leaks --------------------------------------------
 
 
