@@ -20,7 +20,7 @@ TOX_PY := $(subst $(space),$(comma),$(foreach v,$(VERSIONS),py$(subst .,,$(v))))
 TOOLS := .venv-tools
 VENV := .venv-run
 
-.PHONY: help run test dev lint dist docs asan valgrind fuzz bench clean
+.PHONY: help run test test-torch dev lint dist docs asan valgrind fuzz bench clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 12
@@ -37,8 +37,19 @@ run: $(VENV)/bin/python  ## build pyframe; run examples/hello.py (print entry lo
 	$(VENV)/bin/python examples/hello.py
 	$(VENV)/bin/python examples/compiled.py
 
-test: $(TOOLS)/bin/tox  ## the tests on 3.11-3.15 (3.15 also in the specialization mode), next to TorchDynamo (torch 2.13; 2.15 on 3.15; ~5 GB each), against the release wheel where no compiler is, the docs, and lint, as CI does
-	$(TOOLS)/bin/tox run -e $(TOX_PY),py315-spec,$(subst $(comma),-torch$(comma),$(TOX_PY))-torch,wheel,docs,lint
+test: $(TOOLS)/bin/tox  ## the tests on 3.11-3.15 (3.15 also in the specialization mode), against the release wheel where no compiler is, the docs, lint, then test-torch, as CI does
+	$(TOOLS)/bin/tox run -e $(TOX_PY),py315-spec,wheel,docs,lint
+	$(MAKE) test-torch
+
+# Each torch release at least once, 2.15 on every interpreter; real models in
+# two envs (tox.ini).  Each env's venv (~5 GB) goes as soon as it has run.
+TORCH_ENVS := py311-torch213-models py312-torch211-models py313-torch212 py314-torch214 \
+	py311-torch215 py312-torch215 py313-torch215 py314-torch215 py315-torch215
+
+test-torch: $(TOOLS)/bin/tox  ## the TorchDynamo tests, torch 2.11-2.15 (TORCH_ENVS), one env at a time, each venv removed after it
+	@failed=; for env in $(TORCH_ENVS); do \
+	  $(TOOLS)/bin/tox run -e $$env || failed="$$failed $$env"; rm -rf .tox/$$env; \
+	done; test -z "$$failed" || { echo "test-torch failed:$$failed"; exit 1; }
 
 dev:  ## editable installs in .venv-3.11 ... .venv-3.15 for quick pytest runs
 	for py in $(PYTHONS); do \
