@@ -78,8 +78,7 @@ def compile_and_run(model, calls):
 
 
 def check_model(model, calls, output=lambda out: out):
-    """Compile `model` natively and on pyframe; compare with eager and each other."""
-    torch.manual_seed(0)
+    """Compile `model` natively and on pyframe: eager's outputs, the same counts."""
     with torch.no_grad():
         eager = [output(model(*args)) for args in calls]
         native = compile_and_run(model, calls)
@@ -95,7 +94,6 @@ def check_model(model, calls, output=lambda out: out):
             torch.testing.assert_close(got, expected, **TOLERANCE)
     assert ours[1] == native[1]
     assert native[1]["graphs"] > 0, "Dynamo compiled nothing: the test tests nothing"
-    return native[1]
 
 
 def token_ids(*shapes):
