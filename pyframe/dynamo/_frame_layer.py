@@ -383,8 +383,13 @@ def _debug_get_precompile_entries(code: Any) -> list[PrecompileEntry]:
 
 
 def set_fullgraph_compiled_frame_count(value: int) -> int:
+    # As Dynamo's: starting the count (>= 0) while it runs changes nothing,
+    # so a fullgraph call nested in another neither resets the outer call's
+    # count nor ends it (its compile wrapper sees the count was on).
+    value = int(value)
     prior = _state.fullgraph_compiled_frame_count
-    _state.fullgraph_compiled_frame_count = int(value)
+    if value < 0 or prior < 0:
+        _state.fullgraph_compiled_frame_count = value
     return prior
 
 

@@ -174,6 +174,27 @@ def test_the_default_backend_inductor():
     assert ours[1]["frames ok"] == native[1]["frames ok"] == 1
 
 
+def test_a_fullgraph_call_nested_in_another_keeps_the_outer_count():
+    # The outer fullgraph call's compiled graph calls a second fullgraph
+    # function, run eagerly: starting the count again must leave the outer
+    # call's count of compiled frames alone (Dynamo's does), or the outer call
+    # finds "no compiled frames" when it returns.
+    def program(counter):
+        inner = torch.compile(tensor_math, backend="eager", fullgraph=True)
+
+        def eager_inner(x):
+            with torch.compiler.set_stance("force_eager"):
+                return inner(x, x)
+
+        def backend(gm, example_inputs):
+            counter(gm, example_inputs)
+            return lambda first, *rest: gm(eager_inner(first), *rest)
+
+        return torch.compile(tensor_math, backend=backend, fullgraph=True)(X, X)
+
+    both_ways(program)
+
+
 # ---- disable, stance, run-only ------------------------------------------------------------
 
 
