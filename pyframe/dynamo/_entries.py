@@ -19,6 +19,7 @@ import threading
 import types
 import weakref
 from collections.abc import Callable, Mapping
+from sys import _getframe
 from typing import Any
 
 import pyframe
@@ -97,6 +98,8 @@ class CacheEntry:
             return False  # invalidated
         hook = _current_callback()
         if hook is not None:  # None: run-only, where any backend's entries run
+            if _state.fullgraph_threads and fullgraph_code_calling(hook.callback, _getframe(1)):
+                return False  # Dynamo's C layer looks nothing up there
             backend = hook.backend
             if backend is not self.backend and not _same_backend(self.backend, backend):
                 return False
@@ -113,7 +116,7 @@ class CacheEntry:
             return False
         if _state.guard_complete_hook is not None and not _guards_complete(self):
             return False
-        ran_compiled_code(self.code)
+        ran_compiled_code(self.code, hook)
         return True
 
     def update_diff_guard_root_manager(self) -> None:
@@ -190,13 +193,68 @@ def _guards_complete(entry: CacheEntry) -> bool:
     return False
 
 
-def ran_compiled_code(code: types.CodeType) -> None:
-    """Dynamo code is about to run in a frame (a hit, or just compiled)."""
+def ran_compiled_code(code: types.CodeType, hook: Any = None) -> None:
+    """Dynamo code is about to run in a frame (a hit, or just compiled), for
+    `hook` (a pyframe.dynamo hook; None: run-only)."""
     if _state.fullgraph_compiled_frame_count >= 0:
         _state.fullgraph_compiled_frame_count += 1
+        if hook is not None:
+            _ran_in_fullgraph_call(code, hook.callback)
     callback = _state.bytecode_debugger_callback
     if callback is not None:
         callback(code)
+
+
+# ---- what compiled code calls in a fullgraph call ----------------------------------------
+#
+# While a fullgraph call counts compiled frames (torch 2.13+), Dynamo's C
+# layer runs what a compiled frame calls with no callback (nothing compiled
+# or looked up there), or with the failing callback
+# (convert_frame.get_fail_callback) under
+# error_on_dynamo_callback_in_fullgraph_compiled_code, and sets its callback
+# back when the frame returns; a callback set meanwhile (a torch.compile'd
+# function called there) holds below the frame that set it.  Here the
+# thread's callback stays: its hook and guards find, when the fullgraph call
+# has run compiled code, whether the frame at hand runs under such code
+# (the stack up to the frame that started the count), for that callback.
+
+
+def _ran_in_fullgraph_call(code: types.CodeType, callback: Any) -> None:
+    thread = _state.thread
+    ran = thread.fullgraph_ran
+    record = (code, callback, _state.fullgraph_error_on_nested_compile)
+    for known in ran:
+        if known[0] is code and known[1] is callback and known[2] is record[2]:
+            return
+    if not ran:
+        _state.fullgraph_threads += 1
+    thread.fullgraph_ran = (*ran, record)
+
+
+def fullgraph_code_calling(callback: Any, frame: types.FrameType | None) -> Any:
+    """The (code, callback, fails) of the compiled code run for `callback`
+    in this thread's fullgraph call under which `frame` runs (`frame` or its
+    callers), or None."""
+    thread = _state.thread
+    ran = thread.fullgraph_ran
+    start = thread.fullgraph_start
+    while frame is not None and frame is not start:
+        code = frame.f_code
+        for record in ran:
+            if record[0] is code and record[1] is callback:
+                return record
+        frame = frame.f_back
+    return None
+
+
+def set_fullgraph_call(start: types.FrameType | None) -> None:
+    """A fullgraph call starts (`start`: the frame that started the count) or
+    ends (None): no compiled code has run in it."""
+    thread = _state.thread
+    if thread.fullgraph_ran:
+        _state.fullgraph_threads -= 1
+        thread.fullgraph_ran = ()
+    thread.fullgraph_start = start
 
 
 # ---- per-code state -------------------------------------------------------------------
@@ -295,4 +353,6 @@ __all__ = [
     "reset_all",
     "reset_code",
     "ran_compiled_code",
+    "fullgraph_code_calling",
+    "set_fullgraph_call",
 ]

@@ -22,6 +22,7 @@ The module's names are listed, by release, in _torch_compat.LAYER_NAMES.
 from __future__ import annotations
 
 import functools
+import sys
 import types
 import weakref
 from typing import Any
@@ -141,13 +142,21 @@ class DynamoHook:
         return f"<pyframe.dynamo hook for {self.callback!r}>"
 
     def __call__(self, frame: pyframe.Frame) -> Any:
+        if _state.fullgraph_threads:
+            ran = _entries.fullgraph_code_calling(self.callback, frame.f_back)
+            if ran is not None:
+                # Under fullgraph compiled code: Dynamo's C layer has no
+                # callback here, or the failing one.
+                if not ran[2]:
+                    return None
+                return _hook_for(compat.fail_callback(self.callback))(frame)
         code = frame.f_code
         extra = _entries.extra_for(code)
         thread = _state.thread
         forced = thread.forced_miss is extra
         thread.forced_miss = None
         if not forced:
-            found = _lookup_elsewhere(frame, extra)
+            found = _lookup_elsewhere(self, frame, extra)
             if found is not None:
                 return found
         if _state.skip_guard_eval_unsafe:
@@ -195,14 +204,14 @@ class DynamoHook:
             if apply_to_code and decision is not None:
                 pyframe.remember(code, decision, cache=_entries.CACHE)
             entry = CacheEntry(guarded, self.backend, _state.isolate_recompiles_id, extra)
-            _entries.ran_compiled_code(entry.code)
+            _entries.ran_compiled_code(entry.code, self)
             return pyframe.Compiled(guarded.code, entry)
         if apply_to_code:
             return decision
         return None
 
 
-def _lookup_elsewhere(frame: pyframe.Frame, extra: ExtraState) -> Any:
+def _lookup_elsewhere(hook: DynamoHook, frame: pyframe.Frame, extra: ExtraState) -> Any:
     """What Dynamo's lookup finds that pyframe's does not: in an
     isolate_recompiles region, the default region's entries (read only),
     then the code's precompiled entries.  Their code runs this time, uncached."""
@@ -222,7 +231,7 @@ def _lookup_elsewhere(frame: pyframe.Frame, extra: ExtraState) -> Any:
         f_locals = frame.f_locals
         for precompiled in extra.precompile_entries:
             if precompiled.guard_manager.root.check(f_locals):
-                _entries.ran_compiled_code(precompiled.code)
+                _entries.ran_compiled_code(precompiled.code, hook)
                 return precompiled.code
     return None
 
@@ -388,8 +397,14 @@ def set_fullgraph_compiled_frame_count(value: int) -> int:
     # count nor ends it (its compile wrapper sees the count was on).
     value = int(value)
     prior = _state.fullgraph_compiled_frame_count
-    if value < 0 or prior < 0:
+    if value >= 0:
+        if prior < 0:
+            _state.fullgraph_compiled_frame_count = value
+            _entries.set_fullgraph_call(sys._getframe(1))
+    else:
         _state.fullgraph_compiled_frame_count = value
+        if prior >= 0:
+            _entries.set_fullgraph_call(None)
     return prior
 
 

@@ -22,6 +22,9 @@ isolate_recompiles_id = -1
 fullgraph_compiled_frame_count = -1
 # set_fullgraph_error_on_nested_compile (torch 2.13+).
 fullgraph_error_on_nested_compile = False
+# Threads whose fullgraph call ran compiled code (_Thread.fullgraph_ran not
+# empty): the guards test this first.
+fullgraph_threads = 0
 # set_eval_frame_override (torch 2.11/2.12): an _EvalFrameOverride.
 eval_frame_override: Any = None
 # set_guard_error_hook: called with (guard_manager, code, f_locals, index,
@@ -47,6 +50,11 @@ class _Thread(threading.local):
     installation: Any = None
     # The ExtraState whose lookup the guard-complete hook turned into a miss.
     forced_miss: Any = None
+    # While the fullgraph count is on: the frame that started it, and the
+    # compiled code that ran meanwhile, as (code, the Dynamo callback it ran
+    # for, whether what it calls gets the failing callback).
+    fullgraph_start: Any = None
+    fullgraph_ran: tuple[tuple[Any, Any, bool], ...] = ()
 
 
 thread = _Thread()

@@ -114,3 +114,12 @@ def nonrecursive_disable_code() -> Any:
     wrapper, which ConvertFrameAssert looks for in the Python stack above its
     callback (torch._dynamo.decorators, every supported release)."""
     return torch._dynamo.decorators._nonrecursive_disable_wrapper_code
+
+
+def fail_callback(callback: Any) -> Any:
+    """The callback Dynamo's C layer gives what fullgraph compiled code calls
+    under error_on_dynamo_callback_in_fullgraph_compiled_code (torch 2.13+:
+    torch._dynamo.convert_frame.get_fail_callback, which it calls)."""
+    from torch._dynamo.convert_frame import get_fail_callback
+
+    return get_fail_callback(callback)

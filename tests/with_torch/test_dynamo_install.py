@@ -8,6 +8,7 @@ Dynamo was asked about and compiled, graph breaks, recompiles and
 guard-failure reasons.  Every test leaves the layer uninstalled.
 """
 
+import contextlib
 import gc
 import os
 import subprocess
@@ -16,6 +17,7 @@ import textwrap
 import threading
 import tracemalloc
 import types
+from unittest import mock
 
 import pytest
 
@@ -193,6 +195,74 @@ def test_a_fullgraph_call_nested_in_another_keeps_the_outer_count():
         return torch.compile(tensor_math, backend=backend, fullgraph=True)(X, X)
 
     both_ways(program)
+
+
+# What compiled code calls, in a fullgraph call.  Its graph runs disabled, so
+# the compiled code gets a callee of its own here: Dynamo's code generation
+# is made to call `calls_after_the_graph` before tensor_math's compiled code
+# returns.
+AFTER_THE_GRAPH = {}
+
+
+def doubled(x):
+    return x * 2
+
+
+def calls_after_the_graph():
+    AFTER_THE_GRAPH["outputs"].append(AFTER_THE_GRAPH["inner"](torch.ones(4)) + X.sum())
+
+
+@contextlib.contextmanager
+def compiled_code_calls(name, into):
+    from torch._dynamo.bytecode_transformation import create_call_function, create_instruction
+    from torch._dynamo.symbolic_convert import InstructionTranslatorBase
+
+    generate_return = InstructionTranslatorBase.codegen_return_with_pops
+
+    def codegen_return_with_pops(self, *args):
+        instructions = generate_return(*args)
+        if self.f_code.co_name == into:
+            instructions[-1:-1] = [
+                create_instruction("LOAD_GLOBAL", argval=name),
+                *create_call_function(0, True),
+                create_instruction("POP_TOP"),
+            ]
+        return instructions
+
+    with mock.patch.object(
+        InstructionTranslatorBase, "codegen_return_with_pops", codegen_return_with_pops
+    ):
+        yield
+
+
+@pytest.mark.skipif(
+    not hasattr(torch._dynamo.config, "error_on_dynamo_callback_in_fullgraph_compiled_code"),
+    reason="torch 2.13+ (the fullgraph frame count)",
+)
+def test_what_fullgraph_compiled_code_calls():
+    # Dynamo compiles the callee of compiled code, except in a fullgraph
+    # call: there it runs as it is, or fails to compile under
+    # error_on_dynamo_callback_in_fullgraph_compiled_code.  A torch.compile'd
+    # function it calls is compiled all the same.
+    def program(counter):
+        outputs = AFTER_THE_GRAPH["outputs"] = []
+        AFTER_THE_GRAPH["inner"] = torch.compile(doubled, backend=counter)
+        with compiled_code_calls("calls_after_the_graph", into="tensor_math"):
+            outputs.append(torch.compile(tensor_math, backend=counter)(X, X))
+            torch._dynamo.eval_frame.reset_code(calls_after_the_graph.__code__)
+            fullgraph = torch.compile(tensor_math, backend=counter, fullgraph=True)
+            outputs.append(fullgraph(X, X))
+            with torch._dynamo.config.patch(
+                error_on_dynamo_callback_in_fullgraph_compiled_code=True
+            ):
+                try:
+                    fullgraph(X, X)
+                except RuntimeError as error:
+                    outputs.append(str(error).split(" - ")[0])
+        return outputs
+
+    native, ours = both_ways(program)
+    assert native[0][-1].endswith("Dynamo: expected not to compile nested code")
 
 
 # ---- disable, stance, run-only ------------------------------------------------------------
