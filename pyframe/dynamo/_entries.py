@@ -237,6 +237,8 @@ def fullgraph_code_calling(callback: Any, frame: types.FrameType | None) -> Any:
     callers), or None."""
     thread = _state.thread
     ran = thread.fullgraph_ran
+    if not ran:
+        return None  # another thread's fullgraph call
     start = thread.fullgraph_start
     while frame is not None and frame is not start:
         code = frame.f_code
