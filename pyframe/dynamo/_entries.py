@@ -221,6 +221,8 @@ def ran_compiled_code(code: types.CodeType, hook: Any = None) -> None:
 
 def _ran_in_fullgraph_call(code: types.CodeType, callback: Any) -> None:
     thread = _state.thread
+    if thread.fullgraph_start is None:
+        return  # the count is another thread's fullgraph call's
     ran = thread.fullgraph_ran
     record = (code, callback, _state.fullgraph_error_on_nested_compile)
     for known in ran:
