@@ -14,10 +14,11 @@ pyframe, and lists the others with the first line of their failure.
 
 --out DIR keeps each run's JUnit XML and pytest output
 (DIR/NAME.MODE.xml, DIR/NAME.MODE.log: the tracebacks to read) and the
-per-test results (DIR/results.json); --reuse-native then takes the native
-results found there instead of running them again (they do not change when
-pyframe does).  --per-test-timeout stops a test that hangs (pytest-timeout,
-which must be installed in PY's environment) instead of the whole file.
+per-test results (DIR/results.json, file by file across runs);
+--reuse-native then takes the native results found there instead of running
+them again (they do not change when pyframe does).  --per-test-timeout stops
+a test that hangs (pytest-timeout, which must be installed in PY's
+environment) instead of the whole file.
 Exit status 0 when every test that passes natively passes on pyframe.
 """
 
@@ -212,9 +213,19 @@ def main() -> int:
             f"{total_ours:5}  {share:6.2f}%"
         )
         print("\n".join(lines))
-        for target in filter(None, (args.json, args.out and os.path.join(out, "results.json"))):
-            with open(target, "w") as handle:
+        if args.json:
+            with open(args.json, "w") as handle:
                 json.dump(everything, handle, indent=1)
+        if args.out:
+            # One results.json for everything run with this --out, file by file.
+            kept_results = os.path.join(out, "results.json")
+            merged: dict[str, dict[str, Results]] = {}
+            if os.path.exists(kept_results):
+                with open(kept_results) as handle:
+                    merged = json.load(handle)
+            merged.update(everything)
+            with open(kept_results, "w") as handle:
+                json.dump(merged, handle, indent=1)
     finally:
         if temporary is not None:
             shutil.rmtree(temporary, ignore_errors=True)
