@@ -417,8 +417,19 @@ def set_fullgraph_error_on_nested_compile(value: Any) -> bool:
 
 
 def set_eval_frame_override(value: Any) -> Any:
+    # torch 2.11/2.12's word for the fullgraph count (see _torch_compat):
+    # the same fullgraph call, begun and ended by the compile wrapper.
+    on, fails = compat.override_says(value)
     prior = _state.eval_frame_override
     _state.eval_frame_override = value
+    _state.fullgraph_error_on_nested_compile = fails
+    was_on = _state.fullgraph_compiled_frame_count >= 0
+    if on and not was_on:
+        _state.fullgraph_compiled_frame_count = 0
+        _entries.set_fullgraph_call(sys._getframe(1))
+    elif was_on and not on:
+        _state.fullgraph_compiled_frame_count = -1
+        _entries.set_fullgraph_call(None)
     return prior
 
 

@@ -100,6 +100,26 @@ NATIVE = {name: getattr(native, name) for name in PRESENT}
 ENTRIES_LINKED = not hasattr(native, "_get_cache_entries_for_region")
 
 
+# torch 2.11/2.12: Dynamo's compile wrapper of a fullgraph call sets
+# set_eval_frame_override(_EvalFrameOverride) for the call and sets the prior
+# value back after it: SKIP runs what compiled code calls with no callback,
+# ERROR with the failing one (error_on_dynamo_callback_in_fullgraph_compiled_
+# code), NONE with the thread's callback.  2.13 replaced it with the
+# fullgraph frame counter, which says the same per call
+# (set_fullgraph_compiled_frame_count, set_fullgraph_error_on_nested_compile).
+def override_says(value: Any) -> tuple[bool, bool]:
+    """(a fullgraph call is on, what compiled code calls gets the failing
+    callback) for a set_eval_frame_override value."""
+    kinds = native._EvalFrameOverride  # type: ignore[attr-defined]
+    if value == kinds.NONE:
+        return False, False
+    if value == kinds.SKIP:
+        return True, False
+    if value == kinds.ERROR:
+        return True, True
+    raise TypeError(f"set_eval_frame_override(): expected an _EvalFrameOverride, got {value!r}")
+
+
 def backend_of(callback: object) -> object:
     """The backend Dynamo's C layer files a callback's cache entries under:
     the end of its ``_torchdynamo_orig_backend`` chain (every release since

@@ -237,7 +237,7 @@ def compiled_code_calls(name, into):
 
 @pytest.mark.skipif(
     not hasattr(torch._dynamo.config, "error_on_dynamo_callback_in_fullgraph_compiled_code"),
-    reason="torch 2.13+ (the fullgraph frame count)",
+    reason="this torch has no error_on_dynamo_callback_in_fullgraph_compiled_code",
 )
 def test_what_fullgraph_compiled_code_calls():
     # Dynamo compiles the callee of compiled code, except in a fullgraph
