@@ -283,14 +283,17 @@ pyframe_thread_install(PyObject *callback, PyObject *cache, pyframe_owner *owner
 
     assert(cache != NULL || (callback == NULL && owner == NULL));
     if (thread == NULL && !installing) {
-        return Py_BuildValue("(OOO)", Py_None, Py_None, Py_False);
+        return PyTuple_Pack(3, Py_None, Py_None, Py_False);
     }
     if (thread == NULL && (thread = thread_hook_get_or_create()) == NULL) {
         return NULL;
     }
-    previous = Py_BuildValue("(OOO)", thread->callback ? thread->callback : Py_None,
-                             thread->cache ? thread->cache : Py_None,
-                             thread->run_only ? Py_True : Py_False);
+    /* PyTuple_Pack, not Py_BuildValue: this runs twice per call of a JIT's
+     * compiled code (pyframe.Switch), and parsing a format string costs more
+     * than the rest of it. */
+    previous = PyTuple_Pack(3, thread->callback ? thread->callback : Py_None,
+                            thread->cache ? thread->cache : Py_None,
+                            thread->run_only ? Py_True : Py_False);
     if (previous == NULL) {
         return NULL;
     }

@@ -231,6 +231,49 @@ class run_only:
         tb: TracebackType | None,
     ) -> Literal[False]: ...
 
+@final
+class Switch:
+    """A per-thread on/off switch for one JIT's callback and cache, cheap
+    enough to flip around every call of compiled code (two C calls a call).
+
+    ``switch.set(value)`` turns it on for the calling thread: `value` is the
+    JIT's own callback object, and the pyframe callback installed, with
+    `cache`, is ``make_callback(value)`` (made once per value and kept as long
+    as the value lives, so it should hold `value` by weak reference; `value`
+    itself when `make_callback` is None).  ``set(False)`` runs `cache`'s
+    entries and nothing else, as :class:`~pyframe.run_only`; ``set(None)``
+    turns it off and puts back what the thread had installed when it went
+    on.  ``set`` returns the value it replaces (None when off), so
+    ``prior = switch.set(value); ...; switch.set(prior)`` nests; setting the
+    value already set does nothing.  Each thread has its own state, which
+    goes when the thread ends.
+    """
+
+    def __init__(
+        self, cache: Cache, make_callback: Callable[[Any], Callback] | None = None
+    ) -> None: ...
+    @property
+    def cache(self) -> Cache: ...
+    @property
+    def make_callback(self) -> Callable[[Any], Callback] | None: ...
+    def set(self, value: Any) -> Any:
+        """Turn the switch on for this thread with `value` (a callable, or
+        False: run-only) or off (None); return the value it replaces."""
+    def get(self) -> Any:
+        """The value set in this thread, or None when off."""
+    def callback_for(self, value: Any) -> Callback:
+        """The pyframe callback ``set(value)`` installs for `value`."""
+    def detach(self) -> object:
+        """Leave what the switch installed in place but forget it in this
+        thread: :meth:`get` is None, a later ``set(value)`` installs over it
+        and ``set(None)`` comes back to it.  Returns the detached state (an
+        opaque object) for :meth:`attach`.  For a JIT whose compiler, while
+        it runs, may call compiled code that sets the switch."""
+    def attach(self, state: object) -> None:
+        """End what was set since `state` was detached (as ``set(None)``) and
+        make `state` this thread's again.  ValueError for a state of another
+        switch or thread, or one attached already."""
+
 def reset(code: CodeType | None = None, *, cache: Cache | None = None) -> None:
     """Forget decisions and cached entries: for `code`, or for every code
     object; of `cache` alone, or of every cache.  Dropped entries are

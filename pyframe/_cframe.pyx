@@ -638,3 +638,6 @@ def _specialization_hooked(func):
 def _specialization_aside():
     """For tests: True while pyframe's hook is stepped aside for skipped code."""
     return bool(pyframe_specialization_aside())
+
+
+include "switch.pxi"

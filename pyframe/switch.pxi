@@ -1,0 +1,197 @@
+# pyframe.Switch: turning a JIT's callback on and off around each call of
+# compiled code, at the cost of a C call.  Included by _cframe.pyx.
+#
+# A JIT's wrapper around a compiled function switches its callback on before
+# the call and back off after it, on every call; pyframe.callback(...) as a
+# context manager (or set_callback and a restore) costs Python-level work on
+# each switch.  A Switch keeps, per thread, what the JIT set and what the
+# thread had installed before, so set(value) / set(None) are one C call each,
+# and maps the JIT's own callback object ("value") to the pyframe callback
+# standing for it once per value.
+
+from cpython.pythread cimport PyThread_get_thread_ident
+
+
+cdef extern from "Python.h":
+    PyObject *PyThreadState_GetDict()
+    PyObject *PyDict_GetItemWithError(object d, object key) except? NULL
+
+
+@cython.final
+@cython.freelist(4)
+cdef class _SwitchState:
+    """What a Switch holds for one thread: the value set (None: off) and the
+    installation the thread had when it went on (restored by set(None))."""
+
+    cdef object value       # None: off; False: run-only; else the JIT's callback
+    cdef object previous    # (callback, cache, run_only) found when it went on, or None
+    cdef object switch      # the Switch it belongs to
+    cdef long thread
+    cdef bint detached
+
+
+@cython.final
+cdef class Switch:
+    """A per-thread on/off switch for one JIT's callback and cache, cheap
+    enough to flip around every call of compiled code.
+
+    ``switch.set(value)`` turns it on for the calling thread: `value` is the
+    JIT's own callback object, and the pyframe callback installed is
+    ``make_callback(value)`` (made once per value, kept as long as the value
+    lives; `value` itself when `make_callback` is None), with `cache`.
+    ``set(False)`` runs `cache`'s entries and nothing else
+    (:class:`~pyframe.run_only`); ``set(None)`` turns it off, putting back
+    what the thread had installed when it went on.  ``set`` returns the value
+    it replaces (None when off), so ``prior = s.set(v); ...; s.set(prior)``
+    nests.  Setting the value already set does nothing.
+    """
+
+    cdef readonly Cache cache
+    cdef readonly object make_callback
+    # id(value) -> (weak reference to value, its pyframe callback).
+    cdef dict _made
+    cdef object __weakref__
+
+    def __init__(self, cache, make_callback=None):
+        _owner_of("Switch", cache)
+        if make_callback is not None and not callable(make_callback):
+            raise TypeError("pyframe.Switch() expects make_callback to be a callable taking "
+                            "the value set and returning a pyframe callback, or None; got %s"
+                            % _describe(make_callback))
+        self.cache = cache
+        self.make_callback = make_callback
+        self._made = {}
+
+    def __repr__(self):
+        return "<pyframe.Switch cache=%r make_callback=%r at %#x>" % (
+            self.cache, self.make_callback, id(self))
+
+    cdef _SwitchState _state(self, bint create):
+        # Kept in the thread's state dict, keyed by the switch: it goes when
+        # the thread does.
+        cdef PyObject *tdict = PyThreadState_GetDict()
+        cdef PyObject *found
+        cdef _SwitchState state
+        if tdict == NULL:
+            raise RuntimeError("pyframe.Switch: this thread has no state dict")
+        found = PyDict_GetItemWithError(<object>tdict, self)
+        if found != NULL:
+            return <_SwitchState>found
+        if not create:
+            return None
+        state = _SwitchState.__new__(_SwitchState)
+        state.switch = self
+        state.thread = PyThread_get_thread_ident()
+        (<dict>tdict)[self] = state
+        return state
+
+    def callback_for(self, value):
+        """The pyframe callback ``set(value)`` installs for `value`."""
+        if value is None or value is False:
+            raise TypeError("pyframe.Switch.callback_for() expects a callable; got %s"
+                            % _describe(value))
+        return self._callback_for(value)
+
+    cdef object _callback_for(self, object value):
+        if not callable(value):
+            raise TypeError("pyframe.Switch.set() expects a callable, False or None; got %s"
+                            % _describe(value))
+        if self.make_callback is None:
+            return value
+        key = id(value)
+        found = self._made.get(key)
+        if found is not None and (<tuple>found)[0]() is value:
+            return (<tuple>found)[1]
+        made = self.make_callback(value)
+        if not callable(made):
+            raise TypeError("pyframe.Switch: make_callback(%.60r) returned %s; expected a "
+                            "callable taking a pyframe.Frame" % (value, _describe(made)))
+        try:
+            ref = _weak_ref(value, _SwitchForget(self._made, key))
+        except TypeError:
+            return made   # cannot be weakly referenced: made again each time
+        self._made[key] = (ref, made)
+        return made
+
+    def set(self, value):
+        """Turn the switch on for this thread with `value` (a callable: the
+        JIT's callback; False: run-only) or off (None); return the value it
+        replaces."""
+        cdef _SwitchState state = self._state(value is not None)
+        cdef Cache cache = self.cache
+        if state is None:
+            return None
+        prior = state.value
+        if value is prior:
+            return prior
+        if value is None:
+            previous, state.previous = state.previous, None
+            state.value = None
+            _restore(previous)
+            return prior
+        if value is False:
+            replaced = pyframe_thread_install(NULL, <PyObject *>cache, cache._owner, 1)
+        else:
+            made = self._callback_for(value)
+            replaced = pyframe_thread_install(<PyObject *>made, <PyObject *>cache,
+                                              cache._owner, 0)
+        if state.previous is None:
+            state.previous = replaced
+        state.value = value
+        return prior
+
+    def get(self):
+        """The value set in this thread, or None when off."""
+        cdef _SwitchState state = self._state(False)
+        return None if state is None else state.value
+
+    def detach(self):
+        """Leave what the switch installed in place but forget it here: get()
+        is None, a later set(value) installs over it and set(None) comes back
+        to it.  Returns the detached state, for attach().  A JIT does this
+        while its compiler runs, which may set the switch itself."""
+        cdef _SwitchState state = self._state(True)
+        cdef _SwitchState fresh = _SwitchState.__new__(_SwitchState)
+        cdef PyObject *tdict = PyThreadState_GetDict()
+        fresh.switch = self
+        fresh.thread = state.thread
+        (<dict>tdict)[self] = fresh
+        state.detached = True
+        return state
+
+    def attach(self, state):
+        """Undo what was set since `state` was detached (as set(None)) and
+        make `state` this thread's again."""
+        cdef _SwitchState detached
+        if type(state) is not _SwitchState:
+            raise TypeError("pyframe.Switch.attach() expects what detach() returned; got %s"
+                            % _describe(state))
+        detached = <_SwitchState>state
+        if detached.switch is not self:
+            raise ValueError("pyframe.Switch.attach(): this state was detached from another "
+                             "switch")
+        if detached.thread != PyThread_get_thread_ident():
+            raise ValueError("pyframe.Switch.attach(): this state was detached in another "
+                             "thread")
+        if not detached.detached:
+            raise ValueError("pyframe.Switch.attach(): this state is attached already")
+        self.set(None)
+        detached.detached = False
+        (<dict>PyThreadState_GetDict())[self] = detached
+
+
+@cython.final
+cdef class _SwitchForget:
+    # The weak reference callback that drops a dead value's callback.  The
+    # dict is held, not looked up: this may run at interpreter shutdown.
+    cdef dict made
+    cdef object key
+
+    def __init__(self, dict made, key):
+        self.made = made
+        self.key = key
+
+    def __call__(self, ref):
+        found = self.made.get(self.key)
+        if found is not None and (<tuple>found)[0] is ref:
+            del self.made[self.key]
