@@ -116,7 +116,12 @@ class CacheEntry:
             return False
         if _state.guard_complete_hook is not None and not _guards_complete(self):
             return False
-        ran_compiled_code(self.code, hook)
+        # ran_compiled_code's conditions, tested here: most hits need neither.
+        if (
+            _state.fullgraph_compiled_frame_count >= 0
+            or _state.bytecode_debugger_callback is not None
+        ):
+            ran_compiled_code(self.code, hook)
         return True
 
     def update_diff_guard_root_manager(self) -> None:

@@ -9,7 +9,10 @@ pyframe doing the frame work:
   pyframe.Cache that holds Dynamo's decisions and entries
   (`_entries.CACHE`); ``False`` (run only) is ``pyframe.run_only`` of that
   cache; ``None`` puts back what the thread had before (another pyframe
-  user's callback, say).
+  user's callback, say).  It and ``get_eval_frame_callback`` are a
+  pyframe.Switch's set and get (`SWITCH`): Dynamo calls set_eval_frame four
+  times or more per call of compiled code, and they are C calls, as
+  natively.
 - A frame of code with a remembered decision (Dynamo's frame execution
   strategy) or an entry whose guard holds never reaches Python here: pyframe
   runs it.  Otherwise pyframe calls the hook, which calls Dynamo's callback
@@ -130,13 +133,22 @@ NONRECURSIVE_TRAMPOLINE_CODE = _call_from_nonrecursive_disable.__code__
 class DynamoHook:
     """The pyframe callback for one Dynamo callback: asked about frames with
     no remembered decision and no entry whose guard holds (Dynamo's cache
-    miss)."""
+    miss).  SWITCH makes one per Dynamo callback and keeps it while the
+    callback lives, so it holds the callback by weak reference."""
 
-    __slots__ = ("callback", "backend", "__weakref__")
+    __slots__ = ("_callback", "backend", "__weakref__")
 
     def __init__(self, callback: Any) -> None:
-        self.callback = callback
+        try:
+            self._callback: Any = weakref.ref(callback)
+        except TypeError:  # made again on each set_eval_frame (pyframe.Switch)
+            self._callback = lambda: callback
         self.backend = compat.backend_of(callback)
+
+    @property
+    def callback(self) -> Any:
+        """The Dynamo callback (set while this hook is installed)."""
+        return self._callback()
 
     def __repr__(self) -> str:
         return f"<pyframe.dynamo hook for {self.callback!r}>"
@@ -149,7 +161,7 @@ class DynamoHook:
                 # callback here, or the failing one.
                 if not ran[2]:
                     return None
-                return _hook_for(compat.fail_callback(self.callback))(frame)
+                return SWITCH.callback_for(compat.fail_callback(self.callback))(frame)
         code = frame.f_code
         extra = _entries.extra_for(code)
         thread = _state.thread
@@ -163,27 +175,23 @@ class DynamoHook:
             raise RuntimeError(_SKIP_UNSAFE_MISS)
         if not forced and _state.guard_complete_hook is not None and _entries.entries_of(code):
             _state.guard_complete_hook(False)
-        return self._compile(frame, code, extra, thread)
+        return self._compile(frame, code, extra)
 
-    def _compile(
-        self, frame: pyframe.Frame, code: types.CodeType, extra: ExtraState, thread: Any
-    ) -> Any:
+    def _compile(self, frame: pyframe.Frame, code: types.CodeType, extra: ExtraState) -> Any:
         view = FrameView(frame)
         entries = _entries.entries_of(code)
         first = entries[0] if entries else None
+        callback = self.callback
         # As Dynamo's C layer: the thread has no callback while Dynamo's
         # runs; a torch.compile'd function it calls installs its own over
         # this installation and puts it back.
-        saved_callback, saved_installation = thread.callback, thread.installation
-        thread.callback = thread.installation = None
+        detached = SWITCH.detach()
         try:
             caller = frame.f_back
             if caller is not None and caller.f_code is _ORIGINAL_NONRECURSIVE_CODE[0]:
-                result = _call_from_nonrecursive_disable(
-                    self.callback, view, first, extra.frame_state
-                )
+                result = _call_from_nonrecursive_disable(callback, view, first, extra.frame_state)
             else:
-                result = self.callback(view, first, extra.frame_state)
+                result = callback(view, first, extra.frame_state)
             del caller
             strategy = result.frame_exec_strategy
             apply_to_code = bool(result.apply_to_code)
@@ -192,12 +200,10 @@ class DynamoHook:
         except BaseException:
             # Dynamo's rule: after its callback raised, the thread has no
             # callback until one is set again.
-            _drop_installation(thread)
-            thread.installation = saved_installation
-            _set_thread_callback(None)
+            SWITCH.attach(detached)
+            SWITCH.set(None)
             raise
-        _drop_installation(thread)  # what a nested set_eval_frame left installed
-        thread.callback, thread.installation = saved_callback, saved_installation
+        SWITCH.attach(detached)  # ends what a nested set_eval_frame left installed
         if apply_to_code:
             extra.strategy = strategy
         if guarded is not None:
@@ -240,73 +246,16 @@ def _lookup_elsewhere(hook: DynamoHook, frame: pyframe.Frame, extra: ExtraState)
 # made it (_install sets it; Dynamo's own name points at the trampoline).
 _ORIGINAL_NONRECURSIVE_CODE: list[Any] = [None]
 
-# Dynamo callback -> its hook, weakly (a callback that cannot be weakly
-# referenced gets a new hook each time).
-_hooks: dict[int, tuple[weakref.ref[Any], DynamoHook]] = {}
-
-
-def _hook_for(callback: Any) -> DynamoHook:
-    key = id(callback)
-    found = _hooks.get(key)
-    if found is not None and found[0]() is callback:
-        return found[1]
-    hook = DynamoHook(callback)
-    try:
-        ref = weakref.ref(callback, functools.partial(_forget_hook, _hooks, key))
-    except TypeError:
-        return hook
-    _hooks[key] = (ref, hook)
-    return hook
-
-
-def _forget_hook(hooks: dict[int, Any], key: int, ref: weakref.ref[Any]) -> None:
-    # The dict is bound, not looked up: this may run at shutdown, after
-    # module globals are cleared.
-    found = hooks.get(key)
-    if found is not None and found[0] is ref:
-        del hooks[key]
-
-
-def _drop_installation(thread: Any) -> None:
-    installation, thread.installation = thread.installation, None
-    if installation is not None:
-        installation.__exit__(None, None, None)
-
-
-def _set_thread_callback(callback: Any) -> None:
-    thread = _state.thread
-    _drop_installation(thread)
-    thread.callback = callback
-    if callback is None:
-        return
-    installation: Any
-    if callback is False:
-        installation = pyframe.run_only(_entries.CACHE)
-    else:
-        installation = pyframe.callback(_hook_for(callback), cache=_entries.CACHE)
-    try:
-        installation.__enter__()
-    except BaseException:
-        thread.callback = None
-        raise
-    thread.installation = installation
+# Each thread's Dynamo callback: set(callback) installs its DynamoHook (one
+# per callback, kept while it lives) with Dynamo's cache, set(False) runs that
+# cache alone, set(None) puts back what the thread had before.
+SWITCH = pyframe.Switch(_entries.CACHE, DynamoHook)
 
 
 # ---- torch._C._dynamo.eval_frame's functions ---------------------------------------------
 
-
-def set_eval_frame(callback: Any) -> Any:
-    if callback is not None and callback is not False and not callable(callback):
-        raise TypeError("expected a callable")
-    thread = _state.thread
-    prior = thread.callback
-    if callback is not prior or (callback is not None and thread.installation is None):
-        _set_thread_callback(callback)
-    return prior
-
-
-def get_eval_frame_callback() -> Any:
-    return _state.thread.callback
+set_eval_frame = SWITCH.set
+get_eval_frame_callback = SWITCH.get
 
 
 def set_skip_guard_eval_unsafe(value: Any) -> bool:

@@ -110,7 +110,7 @@ def _take_state() -> None:
 
 
 def _check_no_callback(action: str) -> None:
-    if compat.native.get_eval_frame_callback() is not None or _state.thread.callback is not None:
+    if compat.native.get_eval_frame_callback() is not None or _frame_layer.SWITCH.get() is not None:
         raise RuntimeError(
             f"pyframe.dynamo.{action}() was called while this thread runs torch.compile'd "
             "code (a TorchDynamo callback is set); call it outside compiled code"

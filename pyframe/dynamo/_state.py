@@ -1,9 +1,9 @@
 """The state of pyframe's stand-in for Dynamo's C frame layer.
 
 Module-level names, as Dynamo's C layer keeps them in C globals (each is
-process-wide there too, except the callback, which is per thread): the
-frame layer's setters (_frame_layer) write them, cache entries' guards
-(_entries) and the pyframe callback read them.
+process-wide there too, except the callback, which is per thread and is
+_frame_layer.SWITCH's): the frame layer's setters (_frame_layer) write them,
+cache entries' guards (_entries) and the pyframe callback read them.
 """
 
 from __future__ import annotations
@@ -42,12 +42,7 @@ breakpoint_codes: dict[int, weakref.ref[Any]] = {}
 
 
 class _Thread(threading.local):
-    # The thread's Dynamo callback (None: none, False: run-only), as
-    # set_eval_frame and get_eval_frame_callback see it.
-    callback: Any = None
-    # The pyframe installation standing for it (a pyframe.callback or
-    # pyframe.run_only context, entered), or None.
-    installation: Any = None
+    # (The thread's Dynamo callback is _frame_layer.SWITCH's.)
     # The ExtraState whose lookup the guard-complete hook turned into a miss.
     forced_miss: Any = None
     # While the fullgraph count is on: the frame that started it, and the
