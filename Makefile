@@ -79,8 +79,8 @@ fuzz: dev  ## a long run of the generated-programs test (FUZZ_EXAMPLES=5000) on 
 	  PYFRAME_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) ../.venv-$$v/bin/python -m pytest -p no:cacheprovider -q test_generated.py || exit 1; \
 	done
 
-bench: $(TOOLS)/bin/tox  ## the overhead benchmark (release builds, 7 rounds) on every version; JSON in build/
-	$(TOOLS)/bin/tox run -e $(subst py,bench-py,$(TOX_PY))
+bench: $(TOOLS)/bin/tox  ## the overhead benchmark (release builds, 7 rounds) on every version, and a warm torch.compile call on pyframe.dynamo against native Dynamo (bench-dynamo); JSON in build/
+	$(TOOLS)/bin/tox run -e $(subst py,bench-py,$(TOX_PY)),bench-dynamo
 
 clean:  ## remove builds, venvs and caches
 	rm -rf build dist *.egg-info .tox $(TOOLS) $(VENV) .venv-3.1* .venv-asan-3.1* .venv-valgrind-3.1* pyframe/_cframe.c pyframe/*.so docs/_build
