@@ -17,6 +17,7 @@ import textwrap
 import threading
 import tracemalloc
 import types
+import weakref
 from unittest import mock
 
 import pytest
@@ -589,3 +590,23 @@ def test_nothing_leaks_in_100000_warm_calls():
         assert [sys.getrefcount(obj) for obj in tracked] == before
         assert second - first < 16 * 1024, f"traced memory grew by {second - first} bytes"
         assert counter.frame_count == 1
+
+
+def test_a_compiled_function_and_its_dynamo_callback_go_when_dropped():
+    # As natively: pyframe.dynamo's hook for a Dynamo callback (kept by its
+    # pyframe.Switch while the callback lives) must not keep it alive.
+    def trivial(x):
+        return x + 1
+
+    def compile_call_and_drop():
+        compiled = torch.compile(trivial, backend="eager")
+        compiled(torch.ones(2))
+        closure = dict(zip(compiled.__code__.co_freevars, compiled.__closure__, strict=True))
+        return weakref.ref(closure["callback"].cell_contents)
+
+    for install in (False, True):
+        with pyframe.dynamo.installed() if install else contextlib.nullcontext():
+            callback = compile_call_and_drop()
+            torch._dynamo.reset()
+            gc.collect()
+            assert callback() is None, "installed" if install else "native"
