@@ -63,22 +63,53 @@
  * The frame's header moved to pycore_interpframe_structs.h, its helpers to
  * pycore_interpframe.h, and `stacktop` (an index) became `stackpointer`. */
 #define PYFRAME_PY314 (PY_VERSION_HEX >= 0x030E0000)
+#define PYFRAME_PY315 (PY_VERSION_HEX >= 0x030F0000)
 
-/* CPython 3.15 is the first on which pyframe's specialization mode runs
- * (specialize.c): while skipped code runs, pyframe's function steps aside so
- * that CPython specializes and inlines calls again, and keeps every other
- * frame on the hook by giving those functions a vectorcall of its own.  It
- * relies on what 3.15's call paths check before inlining a call: the
- * function's version (CALL_PY_*, CALL_BOUND_METHOD_*, CALL_KW_PY, property
- * and __getitem__ loads) or its vectorcall (generic CALL, CALL_FUNCTION_EX),
- * on MAKE_FUNCTION taking the version from the code's co_version, and on
- * CALL_ALLOC_AND_ENTER_INIT being made only for classes that allocate with
- * PyType_GenericAlloc (below).  gh-146031 (3.15) also added
+/* pyframe's specialization mode (specialize.c) runs on CPython 3.12+: while
+ * skipped code runs, pyframe's function steps aside so that CPython
+ * specializes and inlines calls again, and keeps every other frame on the
+ * hook by giving those functions a vectorcall of its own.  It relies on what
+ * the interpreter checks before it pushes a callee's frame itself:
+ * - the function's version, on every specialized call path: CALL_PY_* and
+ *   CALL_BOUND_METHOD_* (3.12+), CALL_KW_PY / CALL_KW_BOUND_METHOD (3.14+),
+ *   CALL_EX_PY (3.15), LOAD_ATTR_PROPERTY (not 3.14's: below),
+ *   LOAD_ATTR_GETATTRIBUTE_OVERRIDDEN and the __getitem__ call
+ *   (BINARY_SUBSCR_GETITEM; BINARY_OP_SUBSCR_GETITEM from 3.14).
+ *   PyFunction_SetVectorcall clears the version, and a call site
+ *   specializes only for a function with CPython's vectorcall (gh-91049 and
+ *   gh-92193, 3.12);
+ * - the function's vectorcall, on the unspecialized CALL (and CALL_KW,
+ *   CALL_FUNCTION_EX from 3.13), which push the frame themselves only for a
+ *   function whose vectorcall is _PyFunction_Vectorcall (3.12+);
+ * - MAKE_FUNCTION giving the functions it makes their code's co_version
+ *   (3.12+; a function made otherwise gets a version lazily, when a call
+ *   site first specializes for it, and only with CPython's vectorcall): the
+ *   function watcher hears of the function before that, so pyframe zeroes
+ *   co_version of code that is not skipped;
+ * - CALL_ALLOC_AND_ENTER_INIT (gh-91095, 3.13+), which inlines a class's
+ *   __init__ guarded by the class's version alone, being made only for
+ *   classes that allocate with PyType_GenericAlloc (below).  3.12 has no
+ *   such call site: its class calls run __init__ through its vectorcall.
+ * gh-146031 (3.15) also added
  * _PyInterpreterState_SetEvalFrameAllowSpecialization, which pyframe does not
- * use: with it set, specialized calls still go through the installed
- * function (measured on 3.15.2: every fib frame reached a pass-through hook).
- */
-#define PYFRAME_HAS_SPECIALIZATION_MODE (PY_VERSION_HEX >= 0x030F0000)
+ * use: with it set, specialized calls still go through
+ * the installed function (measured on 3.15.2: every fib frame reached a
+ * pass-through hook).
+ *
+ * Not on 3.11: its generic CALL pushes the frame of any PyFunction_Type
+ * callee itself whenever no PEP 523 function is installed, without looking
+ * at the function's vectorcall (ceval.c, CALL: `Py_TYPE(function) ==
+ * &PyFunction_Type && tstate->interp->eval_frame == NULL`), and
+ * _PyFunction_GetVersionForCurrentState versions any function, whatever its
+ * vectorcall, when a call site specializes for it (CALL_PY_EXACT_ARGS then
+ * checks that version only).  3.11 has no function watcher either (gh-91053,
+ * 3.12).  So with the hook stepped aside, a frame of code that is not
+ * skipped would run unseen: tests/test_specialization_probe.py shows it. */
+#define PYFRAME_HAS_SPECIALIZATION_MODE PYFRAME_PY312
+/* CALL_ALLOC_AND_ENTER_INIT exists (gh-91095, 3.13). */
+#define PYFRAME_INLINES_INIT PYFRAME_PY313
+/* LOAD_ATTR_PROPERTY checks only the class's version (3.14: below). */
+#define PYFRAME_PROPERTY_GUARDED_BY_CLASS (PYFRAME_PY314 && !PYFRAME_PY315)
 
 #include "internal/pycore_code.h"     // _PyLocals_GetKind, CO_FAST_*, _PyCode_CODE
 #include "internal/pycore_dict.h"     // PyDictKeysObject, DK_UNICODE_ENTRIES
@@ -88,8 +119,12 @@
 #  include "internal/pycore_stackref.h"     // _PyStackRef and its conversions
 #endif
 #if PYFRAME_HAS_SPECIALIZATION_MODE
-#  include "internal/pycore_function.h"     // _PyFunction_Vectorcall, _PyFunction_SetVersion
-#  include "opcode_ids.h"                   // MAKE_FUNCTION
+#  include "internal/pycore_function.h"     // _PyFunction_SetVersion
+#  if PYFRAME_PY313
+#    include "opcode_ids.h"                 // MAKE_FUNCTION
+#  else
+#    include "opcode.h"                     // MAKE_FUNCTION
+#  endif
 #endif
 #if PYFRAME_PY313
 #  include "internal/pycore_ceval.h"  // _PyEval_FrameClearAndPop
@@ -452,38 +487,91 @@ compat_recursion_headroom(PyThreadState *tstate, int levels)
 #if PYFRAME_HAS_SPECIALIZATION_MODE
 /* ---- what the specialization mode touches (specialize.c) ------------------ */
 
+#if !PYFRAME_PY313
+/* 3.13 added these (gh-111262 PyDict_Pop, gh-110289 PyUnicode_EqualToUTF8,
+ * gh-105927 PyWeakref_GetRef); 3.12's equivalents, for the mode's use. */
+static inline int
+PyDict_Pop(PyObject *dict, PyObject *key, PyObject **result)
+{
+    PyObject *value = PyDict_GetItemWithError(dict, key);   /* Borrowed. */
+    if (result != NULL) {
+        *result = Py_XNewRef(value);
+    }
+    if (value == NULL) {
+        return PyErr_Occurred() ? -1 : 0;
+    }
+    if (PyDict_DelItem(dict, key) < 0) {
+        if (result != NULL) {
+            Py_CLEAR(*result);
+        }
+        return -1;
+    }
+    return 1;
+}
+
+static inline int
+PyUnicode_EqualToUTF8(PyObject *unicode, const char *string)
+{
+    return PyUnicode_CompareWithASCIIString(unicode, string) == 0;
+}
+
+static inline int
+PyWeakref_GetRef(PyObject *ref, PyObject **pobj)
+{
+    PyObject *object = PyWeakref_GetObject(ref);   /* Borrowed. */
+    if (object == NULL) {
+        *pobj = NULL;
+        return -1;
+    }
+    *pobj = object == Py_None ? NULL : Py_NewRef(object);
+    return 0;
+}
+#endif
+
 /* True when the thread's running frame is executing MAKE_FUNCTION: a
  * function made now is the one the bytecode makes, which the code calls (or
  * hands to __build_class__) as a function.  3.13+ point instr_ptr at the
- * instruction being executed.  An instrumented instruction reads as another
- * opcode, which callers treat as "made by C code". */
+ * instruction being executed, 3.12 prev_instr.  An instrumented instruction
+ * reads as another opcode, which callers treat as "made by C code". */
 static inline int
 compat_making_function_in_bytecode(PyThreadState *tstate)
 {
-    _PyInterpreterFrame *frame = tstate->current_frame;
+    _PyInterpreterFrame *frame = compat_current_frame(tstate);
+#if PYFRAME_PY314
+    /* 3.14 added FRAME_OWNED_BY_INTERPRETER before FRAME_OWNED_BY_CSTACK. */
     if (frame == NULL || frame->owner >= FRAME_OWNED_BY_INTERPRETER) {
         return 0;
     }
+#else
+    if (frame == NULL || frame->owner >= FRAME_OWNED_BY_CSTACK) {
+        return 0;
+    }
+#endif
+#if PYFRAME_PY313
     return frame->instr_ptr->op.code == MAKE_FUNCTION;
+#else
+    return frame->prev_instr->op.code == MAKE_FUNCTION;
+#endif
 }
 
-/* The version MAKE_FUNCTION gives the functions it makes of `code`; 0 makes
- * them unversioned, which no call site specializes for. */
+/* The version MAKE_FUNCTION gives the functions it makes of `code` (3.12+);
+ * 0 makes them unversioned, which no call site specializes for. */
 static inline uint32_t
 compat_code_version(PyCodeObject *code)
 {
     return code->co_version;
 }
 
-/* The interpreter's function-version cache keeps borrowed references to
- * code objects by version, and a dying code object leaves it by the version
- * it has then: one whose co_version goes to 0 leaves it first, or its slot
- * would point to freed memory once the code object is gone (memcheck saw
- * that read).  Leaving the cache only makes a later lookup by that version
- * miss. */
+/* 3.13+: the interpreter's function-version cache (gh-117045) keeps borrowed
+ * references to code objects by version, and a dying code object leaves it by
+ * the version it has then: one whose co_version goes to 0 leaves it first, or
+ * its slot would point to freed memory once the code object is gone (memcheck
+ * saw that read).  Leaving the cache only makes a later lookup by that
+ * version miss.  3.12 has no such cache. */
 static inline void
 compat_code_set_version(PyCodeObject *code, uint32_t version)
 {
+#if PYFRAME_PY313
     if (version == 0 && code->co_version != 0) {
         struct _func_version_cache_item *slot =
             &PyInterpreterState_Get()->func_state
@@ -493,26 +581,41 @@ compat_code_set_version(PyCodeObject *code, uint32_t version)
             slot->func = NULL;
         }
     }
+#endif
     code->co_version = version;
 }
 
-/* CALL_ALLOC_AND_ENTER_INIT inlines the __init__ it cached on a class
- * without checking that function's version or vectorcall; only the class's
- * version guards it.  CPython's specializer makes that call site only for a
- * class that uses object.__new__ and PyType_GenericAlloc itself: a class
- * whose tp_alloc is another function (one that calls PyType_GenericAlloc,
- * so objects are made the same way) never gets one, while its version, and
+/* Gives `func` (with CPython's vectorcall) `version`, as MAKE_FUNCTION does.
+ * 3.13+ also enter it in the function-version cache; 3.12 has none. */
+static inline void
+compat_function_set_version(PyFunctionObject *func, uint32_t version)
+{
+#if PYFRAME_PY313
+    _PyFunction_SetVersion(func, version);
+#else
+    func->func_version = version;
+#endif
+}
+
+#if PYFRAME_INLINES_INIT
+/* CALL_ALLOC_AND_ENTER_INIT (3.13+) inlines the __init__ it cached on a
+ * class without checking that function's version or vectorcall; only the
+ * class's version guards it.  CPython's specializer makes that call site
+ * only for a class that uses object.__new__ and PyType_GenericAlloc itself
+ * (specialize.c, get_init_for_simple_managed_python_class): a class whose
+ * tp_alloc is another function (one that calls PyType_GenericAlloc, so
+ * objects are made the same way) never gets one, while its version, and
  * with it every other specialization on the class and its instances, stay.
- * Blocking also drops the class's version once (PyType_Modified), and with it
- * the __init__ call sites cached. */
+ * Blocking also drops the class's version once (PyType_Modified), and with
+ * it the __init__ call sites cached. */
 static PyObject *
 compat_blocked_alloc(PyTypeObject *type, Py_ssize_t nitems)
 {
     return PyType_GenericAlloc(type, nitems);
 }
 
-/* 1 when CPython may inline the __init__ of `type` (3.15's
- * specialize_class_call rules), or pyframe keeps it from doing so. */
+/* 1 when CPython may inline the __init__ of `type`, or pyframe keeps it
+ * from doing so. */
 static inline int
 compat_class_may_inline_init(PyTypeObject *type)
 {
@@ -540,6 +643,136 @@ compat_class_unblock_init(PyTypeObject *type)
         type->tp_alloc = PyType_GenericAlloc;
     }
 }
+
+/* 3.14's LOAD_ATTR_PROPERTY pushes the frame of the getter it cached,
+ * guarded by the class's version alone (bytecodes.c, _LOAD_ATTR_PROPERTY_FRAME;
+ * 3.12 and 3.13 check the getter's version too; on 3.15 the contract tests,
+ * tests/specialization, see every getter frame without this).  CPython's
+ * specializer makes no LOAD_ATTR specialization through a class's
+ * descriptors when its tp_getattro is not PyObject_GenericGetAttr
+ * (analyze_descriptor_load: GETSET_OVERRIDDEN): pyframe gives a class whose
+ * property getter must reach the hook another function that calls
+ * PyObject_GenericGetAttr, which keeps attribute loads on its instances
+ * unspecialized (the slow path), and drops its version once, and with it the
+ * property loads cached. */
+#if PYFRAME_PROPERTY_GUARDED_BY_CLASS
+#  include "internal/pycore_descrobject.h"   // _PyPropertyObject
+
+static PyObject *
+compat_blocked_getattro(PyObject *object, PyObject *name)
+{
+    return PyObject_GenericGetAttr(object, name);
+}
+
+/* The getter of `descr` when it is a property (Borrowed), else NULL. */
+static inline PyObject *
+compat_property_getter(PyObject *descr)
+{
+    return Py_IS_TYPE(descr, &PyProperty_Type) ? ((_PyPropertyObject *)descr)->prop_get : NULL;
+}
+
+static inline int
+compat_class_may_inline_property(PyTypeObject *type)
+{
+    return type->tp_getattro == PyObject_GenericGetAttr
+           || type->tp_getattro == compat_blocked_getattro;
+}
+
+static inline int
+compat_class_property_blocked(PyTypeObject *type)
+{
+    return type->tp_getattro == compat_blocked_getattro;
+}
+
+static inline void
+compat_class_block_property(PyTypeObject *type)
+{
+    type->tp_getattro = compat_blocked_getattro;
+    PyType_Modified(type);
+}
+
+static inline void
+compat_class_unblock_property(PyTypeObject *type)
+{
+    if (type->tp_getattro == compat_blocked_getattro) {
+        type->tp_getattro = PyObject_GenericGetAttr;
+    }
+}
+#else
+#  define compat_property_getter(descr) ((void)(descr), (PyObject *)NULL)
+#  define compat_class_may_inline_property(type) ((void)(type), 0)
+#  define compat_class_property_blocked(type) ((void)(type), 0)
+#  define compat_class_block_property(type) ((void)(type))
+#  define compat_class_unblock_property(type) ((void)(type))
 #endif
+
+/* Where the dict of `type`'s subclasses (cls.__subclasses__(): id -> weak
+ * reference) lives.  A static builtin type (object, int, ...) keeps its in
+ * the interpreter, at the index its tp_subclasses field holds plus one
+ * (gh-94673, 3.12; 3.13 split builtin from extension types, gh-117398).
+ * 3.15 exports _PyType_LookupSubclasses/_PyType_InitSubclasses instead.
+ * NULL when pyframe cannot find it. */
+static inline PyObject **
+compat_type_subclasses_slot(PyTypeObject *type)
+{
+#if PYFRAME_PY315
+    (void)type;
+    return NULL;   /* not used: see compat_type_subclasses */
+#else
+    if (!(type->tp_flags & _Py_TPFLAGS_STATIC_BUILTIN)) {
+        return (PyObject **)&type->tp_subclasses;
+    }
+    if (type->tp_subclasses == NULL) {
+        return NULL;
+    }
+    size_t index = (size_t)type->tp_subclasses - 1;
+    PyInterpreterState *interp = PyInterpreterState_Get();
+    managed_static_type_state *state = NULL;
+    if (index < _Py_MAX_MANAGED_STATIC_BUILTIN_TYPES
+            && interp->types.builtins.initialized[index].type == type) {
+        state = &interp->types.builtins.initialized[index];
+    }
+    else if (index < _Py_MAX_MANAGED_STATIC_EXT_TYPES
+             && interp->types.for_extensions.initialized[index].type == type) {
+        state = &interp->types.for_extensions.initialized[index];
+    }
+    return state != NULL ? &state->tp_subclasses : NULL;
+#endif
+}
+
+/* The subclass dict of `type` (Borrowed), or NULL when it has none. */
+static inline PyObject *
+compat_type_subclasses(PyTypeObject *type)
+{
+#if PYFRAME_PY315
+    return _PyType_LookupSubclasses(type);
+#else
+    PyObject **slot = compat_type_subclasses_slot(type);
+    return slot != NULL ? *slot : NULL;
+#endif
+}
+
+/* The subclass dict of `type`, made if it has none (Borrowed).  NULL with
+ * an exception. */
+static inline PyObject *
+compat_type_init_subclasses(PyTypeObject *type)
+{
+#if PYFRAME_PY315
+    return _PyType_InitSubclasses(type);
+#else
+    PyObject **slot = compat_type_subclasses_slot(type);
+    if (slot == NULL) {
+        PyErr_Format(PyExc_SystemError, "pyframe: cannot find the subclasses of %s",
+                     type->tp_name);
+        return NULL;
+    }
+    if (*slot == NULL) {
+        *slot = PyDict_New();
+    }
+    return *slot;
+#endif
+}
+#endif   /* PYFRAME_INLINES_INIT */
+#endif   /* PYFRAME_HAS_SPECIALIZATION_MODE */
 
 #endif /* PYFRAME_COMPAT_H */

@@ -86,13 +86,17 @@ int pyframe_set_cache_limit(int limit);
 int pyframe_get_cache_limit(void);
 PyObject *pyframe_cache_entries(PyObject *code, pyframe_owner *owner);   /* New. */
 
-/* specialize.c: the specialization mode (CPython 3.15+; elsewhere switching
+/* specialize.c: the specialization mode (CPython 3.12+; on 3.11 switching
  * it on raises NotImplementedError). */
 int pyframe_specialization_set(int on);      /* -1 with an exception */
 int pyframe_specialization_enabled(void);
 /* For tests: `func` has pyframe's vectorcall; the hook is stepped aside. */
 int pyframe_specialization_hooked(PyObject *func);
 int pyframe_specialization_aside(void);
+/* For tests: gives `func` a vectorcall that counts its calls, calls
+ * driver(), and returns how many of func's calls went through it (-1 with an
+ * exception).  On 3.11 calls from Python bypass it (compat.h). */
+Py_ssize_t pyframe_specialization_probe(PyObject *func, PyObject *driver);
 
 /* eval_frame.c: reading the frame the callback is handed. */
 PyObject *pyframe_frame_code(struct _PyInterpreterFrame *frame);      /* Borrowed. */

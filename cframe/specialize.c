@@ -1,4 +1,5 @@
-/* specialize.c: the specialization mode (CPython 3.15+).
+/* specialize.c: the specialization mode (CPython 3.12+; compat.h says why not
+ * 3.11).
  *
  * While any PEP 523 function is installed, CPython runs every call through
  * it and inlines none, so code a callback skipped still runs 1.7-1.9x slower
@@ -17,8 +18,8 @@
  * - functions that exist when the mode goes on are found by walking the
  *   garbage collector's objects, new ones by a function watcher;
  * - a class whose __init__ is not skipped gets no CALL_ALLOC_AND_ENTER_INIT
- *   call sites, which inline __init__ checking only the class's version
- *   (specialize_classes.c);
+ *   call sites (3.13+), which inline __init__ checking only the class's
+ *   version (specialize_classes.c);
  * - a function made by C code rather than by MAKE_FUNCTION (exec, eval,
  *   types.FunctionType), and a class body, are run by C without a call
  *   through their vectorcall: making one while stepped aside puts the hook
@@ -46,6 +47,9 @@ static Py_ssize_t saved_version_index = -1;
 static PyObject *foreign_vectorcalls;
 /* Functions given CPython's vectorcall back since the last walk. */
 static Py_ssize_t released_since_walk;
+/* CPython's vectorcall for functions, _PyFunction_Vectorcall, which 3.13
+ * and 3.14 do not export: read off a function CPython made. */
+static vectorcallfunc cpython_vectorcall;
 
 static PyObject *function_vectorcall(PyObject *, PyObject *const *, size_t, PyObject *);
 
@@ -122,7 +126,7 @@ function_original_vectorcall(PyFunctionObject *func)
     void *address;
 
     if (foreign_vectorcalls == NULL || PyDict_GET_SIZE(foreign_vectorcalls) == 0) {
-        return _PyFunction_Vectorcall;
+        return cpython_vectorcall;
     }
     if ((key = function_key(func)) == NULL) {
         return NULL;
@@ -130,7 +134,7 @@ function_original_vectorcall(PyFunctionObject *func)
     saved = PyDict_GetItemWithError(foreign_vectorcalls, key);   /* Borrowed. */
     Py_DECREF(key);
     if (saved == NULL) {
-        return PyErr_Occurred() ? NULL : _PyFunction_Vectorcall;
+        return PyErr_Occurred() ? NULL : cpython_vectorcall;
     }
     address = PyLong_AsVoidPtr(saved);
     return address == NULL ? NULL : (vectorcallfunc)address;
@@ -165,7 +169,7 @@ function_hook(PyFunctionObject *func)
     if (func->vectorcall == function_vectorcall) {
         return 0;
     }
-    if (func->vectorcall != _PyFunction_Vectorcall) {
+    if (func->vectorcall != cpython_vectorcall) {
         if (foreign_vectorcalls == NULL && (foreign_vectorcalls = PyDict_New()) == NULL) {
             return -1;
         }
@@ -200,12 +204,14 @@ function_release(PyFunctionObject *func)
     code_restore_version(code);
     function_forget_foreign(func);
     func->vectorcall = original;
-    if (original == _PyFunction_Vectorcall) {
-        _PyFunction_SetVersion(func, compat_code_version(code));
+    if (original == cpython_vectorcall) {
+        compat_function_set_version(func, compat_code_version(code));
     }
     released_since_walk++;
-    if (PyUnicode_EqualToUTF8(code->co_name, "__init__")) {
-        specialize_classes_unblock(0);   /* classes whose __init__ this is */
+    /* Classes whose __init__ this is; on 3.14 also those whose property
+     * getter it may be (compat.h, PYFRAME_PROPERTY_GUARDED_BY_CLASS). */
+    if (PYFRAME_PROPERTY_GUARDED_BY_CLASS || PyUnicode_EqualToUTF8(code->co_name, "__init__")) {
+        specialize_classes_unblock(0);
     }
 }
 
@@ -391,6 +397,28 @@ pyframe_specialize_decisions_changed(void)
 
 /* ---- switching the mode ---------------------------------------------------------- */
 
+/* Reads cpython_vectorcall off a new function (before pyframe's watcher is
+ * added: nothing else sees it).  -1 with an exception. */
+static int
+find_cpython_vectorcall(void)
+{
+    PyObject *code, *globals, *func;   /* Owned. */
+
+    if (cpython_vectorcall != NULL) {
+        return 0;
+    }
+    code = Py_CompileString("None", "<pyframe>", Py_eval_input);
+    globals = code != NULL ? PyDict_New() : NULL;
+    func = globals != NULL ? PyFunction_New(code, globals) : NULL;
+    if (func != NULL) {
+        cpython_vectorcall = ((PyFunctionObject *)func)->vectorcall;
+    }
+    Py_XDECREF(code);
+    Py_XDECREF(globals);
+    Py_XDECREF(func);
+    return cpython_vectorcall != NULL ? 0 : -1;
+}
+
 int
 pyframe_specialization_set(int on)
 {
@@ -400,6 +428,9 @@ pyframe_specialization_set(int on)
     if (on) {
         if (saved_version_index < 0
                 && (saved_version_index = PyUnstable_Eval_RequestCodeExtraIndex(NULL)) < 0) {
+            return -1;
+        }
+        if (find_cpython_vectorcall() < 0) {
             return -1;
         }
         if ((watcher_id = PyFunction_AddWatcher(function_event)) < 0) {
@@ -453,9 +484,10 @@ pyframe_specialization_set(int on)
 {
     if (on) {
         PyErr_Format(PyExc_NotImplementedError,
-                     "pyframe.set_specialization(True) needs CPython 3.15 or later, whose "
-                     "call specialization can run beside a PEP 523 function (gh-146031); "
-                     "this is %d.%d", PY_MAJOR_VERSION, PY_MINOR_VERSION);
+                     "pyframe.set_specialization(True) needs CPython 3.12 or later: "
+                     "%d.%d's CALL runs a Python function's frame without calling its "
+                     "vectorcall, so frames that must reach the callback would run "
+                     "unseen", PY_MAJOR_VERSION, PY_MINOR_VERSION);
         return -1;
     }
     return 0;
@@ -480,3 +512,42 @@ pyframe_specialization_aside(void)
 }
 
 #endif
+
+/* ---- the probe behind the 3.11 refusal (tests/test_specialization_probe.py) ---- */
+
+static vectorcallfunc probe_original;
+static Py_ssize_t probe_calls;
+
+static PyObject *
+probe_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    probe_calls++;
+    return probe_original(callable, args, nargsf, kwnames);
+}
+
+Py_ssize_t
+pyframe_specialization_probe(PyObject *func, PyObject *driver)
+{
+    PyFunctionObject *target = (PyFunctionObject *)func;   /* Borrowed. */
+    PyObject *result;                                       /* Owned. */
+
+    if (!PyFunction_Check(func) || probe_original != NULL) {
+        PyErr_SetString(PyExc_TypeError, "pyframe: the probe takes a Python function");
+        return -1;
+    }
+    probe_original = target->vectorcall;
+    probe_calls = 0;
+    target->vectorcall = probe_vectorcall;   /* what PyFunction_SetVectorcall sets */
+#if PYFRAME_PY312
+    target->func_version = 0;                /* ... and what it clears (3.12+) */
+#endif
+    result = PyObject_CallNoArgs(driver);
+    target->vectorcall = probe_original;
+    probe_original = NULL;
+    if (result == NULL) {
+        return -1;
+    }
+    Py_DECREF(result);
+    return probe_calls;
+}
+

@@ -55,7 +55,9 @@ specialize_code_is_free(PyCodeObject *code)
     return cache_decision_of(state, owner->serial) == PYFRAME_SKIP;
 }
 
-/* specialize_classes.c: classes whose __init__ must reach the hook. */
+/* specialize_classes.c: classes whose __init__ must reach the hook (3.13+,
+ * where CALL_ALLOC_AND_ENTER_INIT exists; nothing to do on 3.12). */
+#if PYFRAME_INLINES_INIT
 /* Watches every class and blocks those that need it.  -1 with an exception. */
 int specialize_classes_start(void);
 /* Checks every class again (decisions changed).  -1 with an exception. */
@@ -69,6 +71,14 @@ int specialize_classes_settle(void);
 void specialize_classes_unblock(int all);
 /* Unblocks every class and stops watching. */
 void specialize_classes_stop(void);
+#else
+#  define specialize_classes_start() 0
+#  define specialize_classes_recheck() 0
+#  define specialize_classes_pending() 0
+#  define specialize_classes_settle() 0
+#  define specialize_classes_unblock(all) ((void)(all))
+#  define specialize_classes_stop() ((void)0)
+#endif
 
 #else
 #  define pyframe_specializing 0

@@ -1,13 +1,17 @@
-/* specialize_classes.c: classes whose __init__ must reach the hook, in the
- * specialization mode (specialize.c).
+/* specialize_classes.c: classes whose __init__ (or, on 3.14, property
+ * getters) must reach the hook, in the specialization mode (specialize.c).
  *
- * A class call site specialized as CALL_ALLOC_AND_ENTER_INIT inlines the
- * class's __init__ frame, guarded only by the class's version: pyframe's
- * vectorcall on the function does not keep it away.  So while the mode is on,
- * a class whose __init__ is a Python function of code that is not skipped is
- * "blocked": CPython no longer makes such call sites for it (compat.h), while
- * every other specialization on the class stays.  It is unblocked once its
- * __init__ is skipped, and when the mode goes off.
+ * A class call site specialized as CALL_ALLOC_AND_ENTER_INIT (3.13+; 3.12
+ * has none, and this file nothing to do there) inlines the class's __init__
+ * frame, guarded only by the class's version: pyframe's vectorcall on the
+ * function does not keep it away.  So while the mode is on, a class whose
+ * __init__ is a Python function of code that is not skipped is "blocked":
+ * CPython no longer makes such call sites for it (compat.h), while every
+ * other specialization on the class stays.  3.14's LOAD_ATTR_PROPERTY is
+ * guarded the same way: a class with a property getter of code that is not
+ * skipped is blocked from specialized attribute loads (compat.h,
+ * PYFRAME_PROPERTY_GUARDED_BY_CLASS).  A class is unblocked once what it was
+ * blocked for is skipped, and when the mode goes off.
  *
  * Classes come and change while the mode is on.  Every class registers
  * itself in its bases' subclass dicts as it is made, and pyframe watches
@@ -18,7 +22,7 @@
  */
 #include "specialize.h"
 
-#if PYFRAME_HAS_SPECIALIZATION_MODE
+#if PYFRAME_HAS_SPECIALIZATION_MODE && PYFRAME_INLINES_INIT
 
 static int type_watcher = -1;
 static int subclasses_watcher = -1;
@@ -46,25 +50,96 @@ class_init_function(PyTypeObject *type)
     return init != NULL && PyFunction_Check(init) ? (PyFunctionObject *)init : NULL;
 }
 
+/* What pyframe keeps CPython from inlining for a class: its __init__, and
+ * (3.14) its property getters. */
+enum { BLOCK_INIT = 1, BLOCK_PROPERTY = 2 };
+
+static int
+code_observed(PyObject *func)
+{
+    return func != NULL && PyFunction_Check(func)
+           && !specialize_code_is_free((PyCodeObject *)((PyFunctionObject *)func)->func_code);
+}
+
+/* 1 when a property of `type` or of a class in its MRO has a getter of code
+ * that is not skipped (3.14: compat.h, PYFRAME_PROPERTY_GUARDED_BY_CLASS). */
+static int
+class_has_observed_property(PyTypeObject *type)
+{
+    PyObject *mro = type->tp_mro;   /* Borrowed. */
+    if (mro == NULL || !compat_class_may_inline_property(type)) {
+        return 0;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(mro); i++) {
+        PyTypeObject *base = (PyTypeObject *)PyTuple_GET_ITEM(mro, i);
+        PyObject *value;   /* Borrowed. */
+        Py_ssize_t pos = 0;
+        if (!PyType_HasFeature(base, Py_TPFLAGS_HEAPTYPE) || base->tp_dict == NULL) {
+            continue;   /* static types' properties are C getters */
+        }
+        while (PyDict_Next(base->tp_dict, &pos, NULL, &value)) {
+            if (code_observed(compat_property_getter(value))) {
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
 static int
 class_needs_block(PyTypeObject *type)
 {
-    PyFunctionObject *init;
-    if (!PyType_HasFeature(type, Py_TPFLAGS_HEAPTYPE) || !compat_class_may_inline_init(type)
-            || (init = class_init_function(type)) == NULL) {
+    int needs = 0;
+    if (!PyType_HasFeature(type, Py_TPFLAGS_HEAPTYPE)) {
         return 0;
     }
-    return !specialize_code_is_free((PyCodeObject *)init->func_code);
+    if (compat_class_may_inline_init(type)
+            && code_observed((PyObject *)class_init_function(type))) {
+        needs |= BLOCK_INIT;
+    }
+    if (class_has_observed_property(type)) {
+        needs |= BLOCK_PROPERTY;
+    }
+    return needs;
 }
 
-/* Blocks or unblocks `type` as its __init__ now asks.  -1 with an exception. */
+static int
+class_blocked(PyTypeObject *type)
+{
+    return (compat_class_init_blocked(type) ? BLOCK_INIT : 0)
+           | (compat_class_property_blocked(type) ? BLOCK_PROPERTY : 0);
+}
+
+/* Blocks and unblocks what `blocks` says (BLOCK_* bits). */
+static void
+class_set_blocked(PyTypeObject *type, int blocks)
+{
+    int now = class_blocked(type);
+    blocking = 1;
+    if ((blocks & BLOCK_INIT) && !(now & BLOCK_INIT)) {
+        compat_class_block_init(type);
+    }
+    if (!(blocks & BLOCK_INIT)) {
+        compat_class_unblock_init(type);
+    }
+    if ((blocks & BLOCK_PROPERTY) && !(now & BLOCK_PROPERTY)) {
+        compat_class_block_property(type);
+    }
+    if (!(blocks & BLOCK_PROPERTY)) {
+        compat_class_unblock_property(type);
+    }
+    blocking = 0;
+}
+
+/* Blocks or unblocks `type` as its __init__ and properties now ask.  -1 with
+ * an exception. */
 static int
 class_check(PyTypeObject *type)
 {
     PyObject *key, *ref;   /* Owned. */
     int needs = class_needs_block(type), result;
 
-    if (needs == compat_class_init_blocked(type)) {
+    if (needs == class_blocked(type)) {
         return 0;
     }
     if (blocked == NULL && (blocked = PyDict_New()) == NULL) {
@@ -74,7 +149,7 @@ class_check(PyTypeObject *type)
         return -1;
     }
     if (!needs) {
-        compat_class_unblock_init(type);
+        class_set_blocked(type, 0);
         result = PyDict_Pop(blocked, key, NULL) < 0 ? -1 : 0;
         Py_DECREF(key);
         return result;
@@ -85,9 +160,7 @@ class_check(PyTypeObject *type)
     Py_DECREF(key);
     Py_XDECREF(ref);
     if (result == 0) {
-        blocking = 1;
-        compat_class_block_init(type);
-        blocking = 0;
+        class_set_blocked(type, needs);
     }
     return result;
 }
@@ -140,7 +213,7 @@ static int
 class_watch(PyTypeObject *type)
 {
     if (PyType_HasFeature(type, Py_TPFLAGS_BASETYPE)) {
-        PyObject *subclasses = _PyType_InitSubclasses(type);   /* Borrowed. */
+        PyObject *subclasses = compat_type_init_subclasses(type);   /* Borrowed. */
         if (subclasses == NULL || PyDict_Watch(subclasses_watcher, subclasses) < 0) {
             return -1;
         }
@@ -172,7 +245,7 @@ classes_walk(int (*visit)(PyTypeObject *))
             Py_DECREF(type);
             goto done;
         }
-        subclasses = _PyType_LookupSubclasses((PyTypeObject *)type);
+        subclasses = compat_type_subclasses((PyTypeObject *)type);
         Py_DECREF(type);
         if (subclasses == NULL) {
             continue;   /* none */
@@ -279,17 +352,18 @@ specialize_classes_unblock(int all)
     }
     while (PyDict_Next(blocked, &pos, &key, &ref)) {
         PyObject *type = NULL;   /* Owned. */
+        int needs = 0;
         if (PyWeakref_GetRef(ref, &type) < 0) {
             PyErr_WriteUnraisable(NULL);
             continue;
         }
-        if (type != NULL && !all && class_needs_block((PyTypeObject *)type)) {
-            Py_DECREF(type);
-            continue;
-        }
         if (type != NULL) {
-            compat_class_unblock_init((PyTypeObject *)type);
+            needs = all ? 0 : class_needs_block((PyTypeObject *)type);
+            class_set_blocked((PyTypeObject *)type, needs);
             Py_DECREF(type);
+        }
+        if (needs != 0) {
+            continue;
         }
         if (PyList_Append(done, key) < 0) {
             PyErr_WriteUnraisable(NULL);
@@ -310,8 +384,8 @@ static int
 class_unwatch(PyTypeObject *type)
 {
     /* Also classes made after their base was blocked, which inherited it. */
-    compat_class_unblock_init(type);
-    PyObject *subclasses = _PyType_LookupSubclasses(type);   /* Borrowed. */
+    class_set_blocked(type, 0);
+    PyObject *subclasses = compat_type_subclasses(type);   /* Borrowed. */
     if (subclasses != NULL && PyDict_Unwatch(subclasses_watcher, subclasses) < 0) {
         return -1;
     }

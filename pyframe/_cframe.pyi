@@ -321,7 +321,7 @@ def hook_installed() -> bool:
 
 def set_specialization(enabled: bool) -> None:
     """Switch the specialization mode on or off, for the process (CPython
-    3.15).
+    3.12+).
 
     In the mode, frames of code a callback skipped (:data:`~pyframe.SKIP`,
     :data:`~pyframe.SKIP_RECURSIVE`) run with pyframe's hook stepped aside, so CPython
@@ -329,7 +329,8 @@ def set_specialization(enabled: bool) -> None:
     all; every frame of other code still reaches the callback or its cached
     replacement.
 
-    :raises NotImplementedError: switching it on before CPython 3.15
+    :raises NotImplementedError: switching it on on CPython 3.11, whose
+        interpreter runs a function's frame without calling its vectorcall
         (switching it off there does nothing).
     :raises TypeError: `enabled` is not a bool.
     """
@@ -339,3 +340,4 @@ def specialization_enabled() -> bool:
 
 def _specialization_hooked(func: object) -> bool: ...
 def _specialization_aside() -> bool: ...
+def _specialization_probe(func: object, driver: object) -> int: ...

@@ -89,6 +89,7 @@ cdef extern from "pyframe.h":
     int pyframe_specialization_enabled()
     int pyframe_specialization_hooked(object func)
     int pyframe_specialization_aside()
+    Py_ssize_t pyframe_specialization_probe(object func, object driver) except -1
 
 
 cdef extern from "Python.h":
@@ -611,14 +612,14 @@ def hook_installed():
 
 
 def set_specialization(enabled):
-    """Switch the specialization mode on or off (CPython 3.15+).
+    """Switch the specialization mode on or off (CPython 3.12+).
 
     In the mode, frames of code the callback skipped (SKIP, SKIP_RECURSIVE)
     run with pyframe's hook stepped aside, so CPython specializes and inlines
     the calls they make, at the speed of no hook at all; every frame of other
     code still reaches the callback or its cached replacement.  The mode
     steps aside only while a single thread has a callback installed.  On
-    3.11-3.14, switching it on raises NotImplementedError; off is a no-op."""
+    3.11, switching it on raises NotImplementedError; off is a no-op."""
     if type(enabled) is not bool:
         raise TypeError("pyframe.set_specialization() expects True or False; got %s"
                         % _describe(enabled))
@@ -633,6 +634,12 @@ def specialization_enabled():
 def _specialization_hooked(func):
     """For tests: True when `func` carries pyframe's vectorcall."""
     return bool(pyframe_specialization_hooked(func))
+
+
+def _specialization_probe(func, driver):
+    """For tests: how many of func's calls made while driver() runs go
+    through the function's vectorcall (pyframe swaps in one that counts)."""
+    return pyframe_specialization_probe(func, driver)
 
 
 def _specialization_aside():
