@@ -29,10 +29,18 @@ PY313 = sys.version_info >= (3, 13)
 # call enters it: RecursionError comes at about 750 nested calls, not 1000.
 HOOK_LOWERS_RECURSION_LIMIT = PY312 and not PY313
 PY314 = sys.version_info >= (3, 14)
-# Specialization mode (pyframe.set_specialization) needs CPython 3.15
-# (gh-146031); PYFRAME_TEST_SPECIALIZATION=1 runs every test in it there.
 PY315 = sys.version_info >= (3, 15)
-IN_SPECIALIZATION_MODE = PY315 and os.environ.get("PYFRAME_TEST_SPECIALIZATION") == "1"
+# Specialization mode (pyframe.set_specialization) runs on CPython 3.12+
+# (cframe/compat.h, PYFRAME_HAS_SPECIALIZATION_MODE); PYFRAME_TEST_SPECIALIZATION=1
+# runs every test in it there.
+HAS_SPECIALIZATION_MODE = PY312
+NO_SPECIALIZATION_MODE = (
+    "no specialization mode on 3.11: its CALL runs a Python function's frame without "
+    "calling its vectorcall (cframe/compat.h; tests/test_specialization_probe.py)"
+)
+IN_SPECIALIZATION_MODE = (
+    HAS_SPECIALIZATION_MODE and os.environ.get("PYFRAME_TEST_SPECIALIZATION") == "1"
+)
 
 # Modules in syntax 3.11 cannot parse: a skip marker would come too late.
 collect_ignore = [] if PY312 else ["test_entry_locals_pep695.py"]
@@ -86,7 +94,7 @@ def no_leaked_hook():
 
 @pytest.fixture(autouse=True)
 def specialization_mode():
-    """With PYFRAME_TEST_SPECIALIZATION=1 (3.15+), every test runs in
+    """With PYFRAME_TEST_SPECIALIZATION=1 (3.12+), every test runs in
     specialization mode: switched on before it, off after it, failing or not."""
     if not IN_SPECIALIZATION_MODE:
         yield

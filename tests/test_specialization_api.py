@@ -1,27 +1,29 @@
 """pyframe.set_specialization's API on every CPython (3.11-3.15): a non-bool is
-a TypeError naming it; before 3.15, switching the mode on is refused with the
+a TypeError naming it; on 3.11, switching the mode on is refused with the
 reason and switching it off is a no-op.
 
-(tests/py315/test_specialization_*.py hold the mode itself.)
+(tests/specialization/test_specialization_*.py hold the mode itself, on 3.12+;
+tests/test_specialization_probe.py shows the reason for 3.11.)
 """
 
 import pytest
-from conftest import PY315
+from conftest import HAS_SPECIALIZATION_MODE
 
 import pyframe
 
 
-@pytest.mark.skipif(PY315, reason="3.15 has the mode (tests/py315)")
-def test_switching_the_mode_on_before_3_15_names_the_issue_and_version():
+@pytest.mark.skipif(HAS_SPECIALIZATION_MODE, reason="3.12+ have the mode (tests/specialization)")
+def test_switching_the_mode_on_on_3_11_names_the_reason_and_version():
     with pytest.raises(NotImplementedError) as raised:
         pyframe.set_specialization(True)
-    assert "gh-146031" in str(raised.value)
-    assert "3.15" in str(raised.value)
+    assert "3.12 or later" in str(raised.value)
+    assert "3.11's CALL" in str(raised.value)
+    assert "vectorcall" in str(raised.value)
     assert pyframe.specialization_enabled() is False
 
 
-@pytest.mark.skipif(PY315, reason="3.15 has the mode (tests/py315)")
-def test_switching_it_off_before_3_15_is_a_no_op():
+@pytest.mark.skipif(HAS_SPECIALIZATION_MODE, reason="3.12+ have the mode (tests/specialization)")
+def test_switching_it_off_on_3_11_is_a_no_op():
     assert pyframe.set_specialization(False) is None
     assert pyframe.specialization_enabled() is False
 

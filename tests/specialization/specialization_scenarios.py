@@ -1,4 +1,4 @@
-"""CPython 3.15+: the no-frame-missed scenarios of test_specialization_calls.py,
+"""CPython 3.12+: the no-frame-missed scenarios of test_specialization_calls.py,
 one `case_<name>` a shape of call made from skipped code (argument shapes,
 closures, methods and dunders, __init__, generators, C callers, protocols,
 class bodies, exec/eval, functions made by C), and what the warm-up before
@@ -7,8 +7,10 @@ and test_specialization_refcounts.py reuse some of its functions and classes.
 """
 
 import functools
+import sys
 import types
 
+from specialization_support import on_this_version
 from test_entry_locals import case_registry, token
 
 # ---- no frame missed: shapes of calls from warm skipped code -----------------------
@@ -419,33 +421,52 @@ def case_functions_made_by_c_code():
 # What the warm-up before the mode must have specialized in each scenario's
 # own code, so that no scenario passes by never meeting an inlining site.
 INLINE_AFTER_WARM_UP = {
-    "module_functions_and_argument_shapes": {
-        "CALL_PY_EXACT_ARGS",
-        "CALL_PY_GENERAL",
-        "CALL_KW_PY",
-        "CALL_EX_PY",
-    },
+    "module_functions_and_argument_shapes": on_this_version(
+        {
+            "CALL_PY_EXACT_ARGS",
+            "CALL_PY_GENERAL",
+            "CALL_KW_PY",
+            "CALL_EX_PY",
+        }
+    ),
     # New function objects every call, of the same code: the same version.
-    "closures_and_lambdas_made_afresh": {"CALL_PY_EXACT_ARGS", "CALL_PY_GENERAL"},
-    "methods_and_dunders_called_by_the_interpreter": {
-        "CALL_PY_EXACT_ARGS",
-        "CALL_BOUND_METHOD_EXACT_ARGS",
-        "CALL_KW_PY",
-        "LOAD_ATTR_PROPERTY",
-        "BINARY_OP_SUBSCR_GETITEM",
-    },
-    "init_via_class_calls": {"CALL_ALLOC_AND_ENTER_INIT"},
-    "generators_and_coroutines": {"CALL_PY_EXACT_ARGS", "CALL_PY_GENERAL"},
+    "closures_and_lambdas_made_afresh": on_this_version({"CALL_PY_EXACT_ARGS", "CALL_PY_GENERAL"}),
+    "methods_and_dunders_called_by_the_interpreter": on_this_version(
+        {
+            "CALL_PY_EXACT_ARGS",
+            "CALL_BOUND_METHOD_EXACT_ARGS",
+            "CALL_KW_PY",
+            "LOAD_ATTR_PROPERTY",
+            "BINARY_OP_SUBSCR_GETITEM",
+        }
+    ),
+    "init_via_class_calls": on_this_version({"CALL_ALLOC_AND_ENTER_INIT"}),
+    "generators_and_coroutines": on_this_version({"CALL_PY_EXACT_ARGS", "CALL_PY_GENERAL"}),
     "partial_and_calls_from_c": set(),  # C calls them
     # `with` calls __enter__ and __exit__ as Python calls.
-    "protocols_and_attribute_hooks": {
-        "CALL_PY_EXACT_ARGS",
-        "CALL_PY_GENERAL",
-        "LOAD_ATTR_GETATTRIBUTE_OVERRIDDEN",
-    },
+    "protocols_and_attribute_hooks": on_this_version(
+        {
+            "CALL_PY_EXACT_ARGS",
+            "CALL_PY_GENERAL",
+            "LOAD_ATTR_GETATTRIBUTE_OVERRIDDEN",
+        }
+    ),
     # A new class every call, warm within the call's own loop.
-    "class_bodies_run_in_skipped_code": {"CALL_ALLOC_AND_ENTER_INIT", "CALL_PY_EXACT_ARGS"},
-    "exec_and_eval": {"CALL_PY_EXACT_ARGS"},
+    "class_bodies_run_in_skipped_code": on_this_version(
+        {"CALL_ALLOC_AND_ENTER_INIT", "CALL_PY_EXACT_ARGS"}
+    ),
+    "exec_and_eval": on_this_version({"CALL_PY_EXACT_ARGS"}),
     # types.FunctionType() gives its functions no version: nothing to inline.
     "functions_made_by_c_code": set(),
 }
+if sys.version_info < (3, 14):
+    # `with` calls __enter__ and __exit__ from C (BEFORE_WITH) until 3.14's
+    # LOAD_SPECIAL and CALL (gh-120507).
+    INLINE_AFTER_WARM_UP["protocols_and_attribute_hooks"] -= {
+        "CALL_PY_EXACT_ARGS",
+        "CALL_PY_GENERAL",
+    }
+if sys.version_info < (3, 13):
+    # 3.12's CALL_PY_WITH_DEFAULTS takes only positional calls that leave
+    # defaults to fill; the scenario's other shapes stay CALL.
+    INLINE_AFTER_WARM_UP["generators_and_coroutines"] -= {"CALL_PY_GENERAL"}

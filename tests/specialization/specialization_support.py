@@ -1,5 +1,5 @@
-"""CPython 3.15+: specialization mode (pyframe.set_specialization, gh-146031):
-what the tests/py315/test_specialization_*.py modules share.
+"""CPython 3.12+: specialization mode (pyframe.set_specialization):
+what the tests/specialization/test_specialization_*.py modules share.
 
 In the mode, frames of code the callback skipped (SKIP, SKIP_RECURSIVE) run
 with pyframe's hook stepped aside, so CPython specializes and inlines the
@@ -24,13 +24,15 @@ stepped aside right now; called from skipped code, without a frame of its
 own).
 
 Every test module imports the autouse fixture mode_off_at_start from here:
-a tests/py315/conftest.py would take the module name `conftest` from
+a tests/specialization/conftest.py would take the module name `conftest` from
 tests/conftest.py, which the test modules import helpers from.
 """
 
 import contextlib
 import dis
 import gc
+import opcode
+import sys
 import types
 
 import pytest
@@ -48,21 +50,65 @@ aside = getattr(_cframe, "_specialization_aside", None)
 # adaptive counters need a handful; 2000 is well past them).
 WARM_UP = 2000
 
+# Instructions are named as on 3.15: the earlier versions' that do the same
+# under another name are renamed (specialized() below).
+_RENAMED = {
+    "BINARY_SUBSCR_GETITEM": "BINARY_OP_SUBSCR_GETITEM",  # 3.12-3.13
+    "CALL_PY_WITH_DEFAULTS": "CALL_PY_GENERAL",  # 3.12
+}
+_SPECIALIZED_NAMES = (
+    set(getattr(opcode, "_specialized_instructions", ()))  # 3.12
+    | set(getattr(opcode, "_specialized_opmap", {}))  # 3.13+
+)
+THIS_VERSION_NAMES = {_RENAMED.get(name, name) for name in set(dis.opmap) | _SPECIALIZED_NAMES}
+
+
+def on_this_version(names):
+    """Those of `names` (3.15's) this CPython has: CALL_KW_PY and
+    CALL_KW_BOUND_METHOD are 3.14's, CALL_EX_PY 3.15's,
+    CALL_ALLOC_AND_ENTER_INIT 3.13's (3.12 runs __init__ through its
+    vectorcall)."""
+    return {name for name in names if name in THIS_VERSION_NAMES}
+
+
+# A class call site may push its __init__ frame (CALL_ALLOC_AND_ENTER_INIT).
+INLINES_INIT = "CALL_ALLOC_AND_ENTER_INIT" in THIS_VERSION_NAMES
+
+# CPython 3.13.0's CALL_ALLOC_AND_ENTER_INIT pushes the __init__ frame without
+# checking for a PEP 523 function (tests/py313/test_py313_entry_locals.py), and
+# its specializer makes the call site whatever the hook: a class made while
+# pyframe's hook is in meets a site that specializes for it before pyframe
+# checks the class (which it does before stepping aside), and its __init__
+# frames are missed, mode or not.
+INIT_IGNORES_PEP_523 = sys.version_info[:3] == (3, 13, 0)
+# 3.13.0 also does not make CALL_ALLOC_AND_ENTER_INIT again at a site that
+# met the class while pyframe kept it from inlining __init__ (a speed gap:
+# every frame is seen; the cause is not established).
+INLINES_INIT_AGAIN = INLINES_INIT and not INIT_IGNORES_PEP_523
+xfail_init_ignores_pep_523 = pytest.mark.xfail(
+    INIT_IGNORES_PEP_523,
+    raises=AssertionError,
+    strict=True,
+    reason="CPython 3.13.0's CALL_ALLOC_AND_ENTER_INIT ignores PEP 523 functions",
+)
+
 # The specialized instructions that push a Python frame without asking the
 # PEP 523 function.
-INLINE_CALLS = {
-    "CALL_PY_EXACT_ARGS",
-    "CALL_PY_GENERAL",
-    "CALL_BOUND_METHOD_EXACT_ARGS",
-    "CALL_BOUND_METHOD_GENERAL",
-    "CALL_KW_PY",
-    "CALL_KW_BOUND_METHOD",
-    "CALL_EX_PY",
-    "CALL_ALLOC_AND_ENTER_INIT",
-    "LOAD_ATTR_PROPERTY",
-    "LOAD_ATTR_GETATTRIBUTE_OVERRIDDEN",
-    "BINARY_OP_SUBSCR_GETITEM",
-}
+INLINE_CALLS = on_this_version(
+    {
+        "CALL_PY_EXACT_ARGS",
+        "CALL_PY_GENERAL",
+        "CALL_BOUND_METHOD_EXACT_ARGS",
+        "CALL_BOUND_METHOD_GENERAL",
+        "CALL_KW_PY",
+        "CALL_KW_BOUND_METHOD",
+        "CALL_EX_PY",
+        "CALL_ALLOC_AND_ENTER_INIT",
+        "LOAD_ATTR_PROPERTY",
+        "LOAD_ATTR_GETATTRIBUTE_OVERRIDDEN",
+        "BINARY_OP_SUBSCR_GETITEM",
+    }
+)
 
 
 @pytest.fixture(autouse=True)
@@ -84,8 +130,11 @@ def specialization():
 
 
 def specialized(code):
-    """The specialized instructions CPython rewrote `code` into so far."""
-    return {ins.opname for ins in dis.get_instructions(code, adaptive=True)}
+    """The specialized instructions CPython rewrote `code` into so far (by
+    3.15's names)."""
+    return {
+        _RENAMED.get(ins.opname, ins.opname) for ins in dis.get_instructions(code, adaptive=True)
+    }
 
 
 def hooked_functions():

@@ -1,16 +1,19 @@
-"""CPython 3.15+: the mode's switch, and skipped code run with pyframe's hook
+"""CPython 3.12+: the mode's switch, and skipped code run with pyframe's hook
 stepped aside: back in for every frame the callback is asked about, nested
 and through exceptions, and at full speed (CPython inlines skipped code's
 calls to skipped code).  specialization_support says how the tests work.
 """
 
+import sys
+
 import pytest
-from conftest import PY315
+from conftest import HAS_SPECIALIZATION_MODE, NO_SPECIALIZATION_MODE
 from specialization_support import (
     INLINE_CALLS,
     WARM_UP,
     aside,
     mode_off_at_start,  # noqa: F401
+    on_this_version,
     skipping,
     specialization,
     specialized,
@@ -19,7 +22,7 @@ from test_entry_locals import token
 
 import pyframe
 
-pytestmark = pytest.mark.skipif(not PY315, reason="CPython 3.15 behaviour (gh-146031)")
+pytestmark = pytest.mark.skipif(not HAS_SPECIALIZATION_MODE, reason=NO_SPECIALIZATION_MODE)
 
 # mode_off_at_start, imported above, is autouse: it applies to every test here.
 
@@ -113,16 +116,27 @@ SKIPPED_CODES = (
     Skipped.prop.fget.__code__,
     Skipped.__getitem__.__code__,
 )
-FULL_SPEED = {
-    "CALL_ALLOC_AND_ENTER_INIT",
-    "CALL_PY_EXACT_ARGS",
-    "LOAD_ATTR_INSTANCE_VALUE",
-    "LOAD_ATTR_METHOD_WITH_VALUES",
-    "LOAD_ATTR_PROPERTY",
-    "BINARY_OP_SUBSCR_GETITEM",
-}
+FULL_SPEED = on_this_version(
+    {
+        "CALL_ALLOC_AND_ENTER_INIT",
+        "CALL_PY_EXACT_ARGS",
+        "LOAD_ATTR_INSTANCE_VALUE",
+        "LOAD_ATTR_METHOD_WITH_VALUES",
+        "LOAD_ATTR_PROPERTY",
+        "BINARY_OP_SUBSCR_GETITEM",
+    }
+)
 
 
+@pytest.mark.xfail(
+    sys.version_info[:3] == (3, 13, 0),
+    raises=AssertionError,
+    strict=True,
+    reason=(
+        "CPython 3.13.0 does not specialize Skipped(...) into CALL_ALLOC_AND_ENTER_INIT "
+        "again once pyframe unblocks the class (a speed gap: every frame is seen)"
+    ),
+)
 def test_skipped_code_inlines_its_calls_to_skipped_code():
     # What the mode is for: with the hook stepped aside, CPython specializes
     # skipped code's calls to other skipped code into frame-pushing

@@ -1,10 +1,10 @@
-"""CPython 3.15+: no frame missed, whatever the shape of the call made from warm
+"""CPython 3.12+: no frame missed, whatever the shape of the call made from warm
 skipped code (the scenarios are in specialization_scenarios.py): as many
 frames as without the mode, with CPython's own entry locals.
 """
 
 import pytest
-from conftest import PY315, record_entries
+from conftest import HAS_SPECIALIZATION_MODE, NO_SPECIALIZATION_MODE, record_entries
 from specialization_scenarios import INLINE_AFTER_WARM_UP, SCENARIOS
 from specialization_support import (
     WARM_UPS,
@@ -14,10 +14,11 @@ from specialization_support import (
     specialization,
     specialized,
     warm_up,
+    xfail_init_ignores_pep_523,
 )
 from test_entry_locals import check_entry_locals, run_case
 
-pytestmark = pytest.mark.skipif(not PY315, reason="CPython 3.15 behaviour (gh-146031)")
+pytestmark = pytest.mark.skipif(not HAS_SPECIALIZATION_MODE, reason=NO_SPECIALIZATION_MODE)
 
 # mode_off_at_start, imported above, is autouse: it applies to every test here.
 
@@ -28,7 +29,9 @@ def test_every_scenario_says_what_its_warm_up_specializes():
 
 @pytest.mark.parametrize("warm", WARM_UPS)
 @pytest.mark.parametrize("name", list(SCENARIOS))
-def test_no_frame_missed_from_warm_skipped_code(name, warm):
+def test_no_frame_missed_from_warm_skipped_code(name, warm, request):
+    if name == "class_bodies_run_in_skipped_code" and warm != "under-callback":
+        request.applymarker(xfail_init_ignores_pep_523)
     run, _ = SCENARIOS[name]
     code = run.__code__
     warm_up(warm, run, phase="before-mode")

@@ -1,4 +1,4 @@
-"""CPython 3.15+: a PEP 523 function installed while pyframe stands aside.
+"""CPython 3.12+: a PEP 523 function installed while pyframe stands aside.
 
 Skipped code runs with pyframe's function stepped aside, so a tool that
 installs its own PEP 523 function from there finds CPython's evaluator to
@@ -8,12 +8,12 @@ callback leaves the other one installed.
 """
 
 import pytest
-from conftest import PY315
+from conftest import HAS_SPECIALIZATION_MODE, NO_SPECIALIZATION_MODE
 from specialization_support import aside, mode_off_at_start, specialization  # noqa: F401
 
 import pyframe
 
-pytestmark = pytest.mark.skipif(not PY315, reason="CPython 3.15 behaviour (gh-146031)")
+pytestmark = pytest.mark.skipif(not HAS_SPECIALIZATION_MODE, reason=NO_SPECIALIZATION_MODE)
 
 # mode_off_at_start, imported above, is autouse: it applies to every test here.
 

@@ -1,10 +1,10 @@
-"""CPython 3.15+: what changes under warm call sites in skipped code is seen: a
+"""CPython 3.12+: what changes under warm call sites in skipped code is seen: a
 class's __init__ the mode meets late, func.__code__ reassigned, replacement
 code the callback returns, and SKIP_RECURSIVE.
 """
 
 import pytest
-from conftest import PY315, with_const
+from conftest import HAS_SPECIALIZATION_MODE, NO_SPECIALIZATION_MODE, with_const
 from specialization_support import (
     WARM_UP,
     aside,
@@ -19,7 +19,7 @@ from specialization_support import (
 
 import pyframe
 
-pytestmark = pytest.mark.skipif(not PY315, reason="CPython 3.15 behaviour (gh-146031)")
+pytestmark = pytest.mark.skipif(not HAS_SPECIALIZATION_MODE, reason=NO_SPECIALIZATION_MODE)
 
 # mode_off_at_start, imported above, is autouse: it applies to every test here.
 

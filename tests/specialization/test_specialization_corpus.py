@@ -1,9 +1,9 @@
-"""CPython 3.15+: every case of the entry-locals corpus (test_entry_locals.CASES)
+"""CPython 3.12+: every case of the entry-locals corpus (test_entry_locals.CASES)
 called from warm skipped code: CPython's own entry locals, every frame.
 """
 
 import pytest
-from conftest import PY315, record_entries
+from conftest import HAS_SPECIALIZATION_MODE, NO_SPECIALIZATION_MODE, record_entries
 from specialization_support import (
     INLINE_CALLS,
     WARM_UPS,
@@ -16,7 +16,7 @@ from specialization_support import (
 )
 from test_entry_locals import CASES, check_entry_locals, run_case
 
-pytestmark = pytest.mark.skipif(not PY315, reason="CPython 3.15 behaviour (gh-146031)")
+pytestmark = pytest.mark.skipif(not HAS_SPECIALIZATION_MODE, reason=NO_SPECIALIZATION_MODE)
 
 # mode_off_at_start, imported above, is autouse: it applies to every test here.
 

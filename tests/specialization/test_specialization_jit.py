@@ -1,4 +1,4 @@
-"""CPython 3.15+: JIT traces compiled before the mode do not hide frames from
+"""CPython 3.12+: JIT traces compiled before the mode do not hide frames from
 the callback (run in a subprocess with PYTHON_JIT=1).
 """
 
@@ -8,10 +8,10 @@ import sys
 import textwrap
 
 import pytest
-from conftest import PY315
+from conftest import HAS_SPECIALIZATION_MODE, NO_SPECIALIZATION_MODE
 from specialization_support import mode_off_at_start  # noqa: F401
 
-pytestmark = pytest.mark.skipif(not PY315, reason="CPython 3.15 behaviour (gh-146031)")
+pytestmark = pytest.mark.skipif(not HAS_SPECIALIZATION_MODE, reason=NO_SPECIALIZATION_MODE)
 
 # mode_off_at_start, imported above, is autouse: it applies to every test here.
 

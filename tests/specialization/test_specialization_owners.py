@@ -1,10 +1,10 @@
-"""CPython 3.15+: code a callback skipped is seen again by the next owner (a new
+"""CPython 3.12+: code a callback skipped is seen again by the next owner (a new
 cache, pyframe.reset, a callback installed inside skipped code), though its
 call sites were inlined meanwhile.
 """
 
 import pytest
-from conftest import PY315
+from conftest import HAS_SPECIALIZATION_MODE, NO_SPECIALIZATION_MODE
 from specialization_support import (
     WARM_UP,
     mode_off_at_start,  # noqa: F401
@@ -15,7 +15,7 @@ from specialization_support import (
 
 import pyframe
 
-pytestmark = pytest.mark.skipif(not PY315, reason="CPython 3.15 behaviour (gh-146031)")
+pytestmark = pytest.mark.skipif(not HAS_SPECIALIZATION_MODE, reason=NO_SPECIALIZATION_MODE)
 
 # mode_off_at_start, imported above, is autouse: it applies to every test here.
 

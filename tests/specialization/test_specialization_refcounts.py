@@ -1,9 +1,9 @@
-"""CPython 3.15+: reference counts and memory stay flat over many calls in the
+"""CPython 3.12+: reference counts and memory stay flat over many calls in the
 mode, and over switching it on and off.
 """
 
 import pytest
-from conftest import PY315, assert_flat
+from conftest import HAS_SPECIALIZATION_MODE, NO_SPECIALIZATION_MODE, assert_flat
 from specialization_scenarios import PARTIAL, POINT, Plain, plain
 from specialization_support import (
     WARM_UP,
@@ -13,7 +13,7 @@ from specialization_support import (
 
 import pyframe
 
-pytestmark = pytest.mark.skipif(not PY315, reason="CPython 3.15 behaviour (gh-146031)")
+pytestmark = pytest.mark.skipif(not HAS_SPECIALIZATION_MODE, reason=NO_SPECIALIZATION_MODE)
 
 # mode_off_at_start, imported above, is autouse: it applies to every test here.
 

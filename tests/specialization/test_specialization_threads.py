@@ -1,4 +1,4 @@
-"""CPython 3.15+: a thread with a callback of its own keeps pyframe's hook in,
+"""CPython 3.12+: a thread with a callback of its own keeps pyframe's hook in,
 also when it installs (and removes) it while another thread runs aside.
 """
 
@@ -6,7 +6,7 @@ import sys
 import threading
 
 import pytest
-from conftest import PY315
+from conftest import HAS_SPECIALIZATION_MODE, NO_SPECIALIZATION_MODE
 from specialization_support import (
     WARM_UP,
     aside,
@@ -18,7 +18,7 @@ from specialization_support import (
 
 import pyframe
 
-pytestmark = pytest.mark.skipif(not PY315, reason="CPython 3.15 behaviour (gh-146031)")
+pytestmark = pytest.mark.skipif(not HAS_SPECIALIZATION_MODE, reason=NO_SPECIALIZATION_MODE)
 
 # mode_off_at_start, imported above, is autouse: it applies to every test here.
 

@@ -1,4 +1,4 @@
-"""CPython 3.15+: the mode gives every Python function pyframe's vectorcall and
+"""CPython 3.12+: the mode gives every Python function pyframe's vectorcall and
 switching it off (also from skipped code, also after the callback went)
 takes it back; a vectorcall someone else set is left alone.
 """
@@ -8,7 +8,7 @@ import gc
 import types
 
 import pytest
-from conftest import PY315
+from conftest import HAS_SPECIALIZATION_MODE, NO_SPECIALIZATION_MODE
 from specialization_scenarios import Point, plain
 from specialization_support import (
     aside,
@@ -20,7 +20,7 @@ from specialization_support import (
 
 import pyframe
 
-pytestmark = pytest.mark.skipif(not PY315, reason="CPython 3.15 behaviour (gh-146031)")
+pytestmark = pytest.mark.skipif(not HAS_SPECIALIZATION_MODE, reason=NO_SPECIALIZATION_MODE)
 
 # mode_off_at_start, imported above, is autouse: it applies to every test here.
 
