@@ -37,8 +37,11 @@ run: $(VENV)/bin/python  ## build pyframe; run examples/hello.py (print entry lo
 	$(VENV)/bin/python examples/hello.py
 	$(VENV)/bin/python examples/compiled.py
 
-test: $(TOOLS)/bin/tox  ## the tests on 3.11-3.15 (3.15 also in the specialization mode), against the release wheel where no compiler is, the docs, lint, then test-torch, as CI does
-	$(TOOLS)/bin/tox run -e $(TOX_PY),py315-spec,wheel,docs,lint
+# tox environments: py312-spec ... py315-spec (every test in the specialization mode)
+TOX_SPEC := $(subst $(space),$(comma),$(foreach v,$(filter-out 3.11,$(VERSIONS)),py$(subst .,,$(v))-spec))
+
+test: $(TOOLS)/bin/tox  ## the tests on 3.11-3.15 (3.12-3.15 also in the specialization mode), against the release wheel where no compiler is, the docs, lint, then test-torch, as CI does
+	$(TOOLS)/bin/tox run -e $(TOX_PY),$(TOX_SPEC),wheel,docs,lint
 	$(MAKE) test-torch
 
 # Each torch release at least once, 2.15 on every interpreter; real models in

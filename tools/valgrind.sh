@@ -32,7 +32,7 @@ venv=$(tools/variant-venv.sh valgrind "$version")
 
 if [ $# -eq 0 ]; then
     set -- test_callback_protocol.py test_locals_dict.py test_replacement.py test_faults.py \
-        test_threads.py test_generated.py test_chaining.py py311 py315
+        test_threads.py test_generated.py test_chaining.py py311 specialization
     export PYFRAME_FUZZ_EXAMPLES=${PYFRAME_FUZZ_EXAMPLES:-15}
 fi
 
