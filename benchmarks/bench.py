@@ -94,11 +94,13 @@ def parse_args(argv):
     parser.add_argument(
         "--instructions",
         action="store_true",
-        help="also count instructions per fib call for each mode under valgrind's "
-        "callgrind: exact, and the same on a busy machine (a few minutes)",
+        help="also count instructions per unit of work for each mode under valgrind's "
+        "callgrind: exact, and the same on a busy machine (a few minutes a workload); "
+        "fib alone, or each of --workloads fib closures methods generators",
     )
     parser.add_argument("--memory-child", help=argparse.SUPPRESS)
     parser.add_argument("--instructions-child", help=argparse.SUPPRESS)
+    parser.add_argument("--instructions-workload", default="fib", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.rounds is None:
         args.rounds = QUICK_ROUNDS if args.quick else DEFAULT_ROUNDS
@@ -126,7 +128,12 @@ def main(argv=None):
         return 0
     if args.instructions_child:
         env = Env(args.build_dir, want_torch=MODES_BY_NAME[args.instructions_child].torch)
-        instructions_child(env, args.instructions_child, args.sizes["fib"])
+        instructions_child(
+            env,
+            args.instructions_child,
+            args.instructions_workload,
+            args.sizes[args.instructions_workload],
+        )
         return 0
 
     progress = Progress()
@@ -169,8 +176,10 @@ def main(argv=None):
 
     instructions = None
     if args.instructions:
-        # fib is what callgrind counts: modes for other workloads only sit out.
-        instructions = run_instructions(args, [m for m in modes if m.runs("fib")], progress)
+        # fib, or the workloads asked for that callgrind can count (each mode
+        # that runs them).
+        counted = args.workloads if args.workloads else ["fib"]
+        instructions = run_instructions(args, modes, progress, counted)
 
     meta = {
         "python": "%s %s (%s)"

@@ -1,5 +1,6 @@
-"""Instructions per fib call for each mode, counted by valgrind's callgrind in
-a child process (bench.py --instructions-child)."""
+"""Instructions per unit of work (a fib call, a closure made and called, ...)
+for each mode and workload, counted by valgrind's callgrind in a child process
+(bench.py --instructions-child)."""
 
 import os
 import re
@@ -13,34 +14,68 @@ from modes import MODES_BY_NAME, check_clean
 
 BENCH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench.py")
 
-# fib sizes whose difference in instructions, divided by the difference in
-# calls, is the cost of one call: start-up, imports and the mode's set-up
-# cancel out.
-INSTRUCTION_SIZES = (18, 22)
+# Per workload, two sizes whose difference in instructions, divided by the
+# difference in units of work, is the cost of one unit: start-up, imports and
+# the mode's set-up cancel out.  The unit: a fib call; a closure made and
+# called twice; a method call on the tree (total() and own() per node, the
+# tree walked twice, and built once); a short generator run by sum().
+INSTRUCTION_SIZES = {
+    "fib": (18, 22),
+    "closures": (2_000, 6_000),
+    "methods": (8, 10),
+    "generators": (2_000, 6_000),
+}
+UNITS = {
+    "fib": workloads.fib_frames,
+    "closures": lambda size: size,
+    "methods": lambda depth: 4 * (2 ** (depth + 1) - 1),
+    "generators": lambda size: size,
+}
+UNIT_NAMES = {
+    "fib": "fib call",
+    "closures": "closure made and called twice",
+    "methods": "method call",
+    "generators": "generator",
+}
 
 
-def instructions_child(env, mode_name, size):
-    """Run fib(size) under one mode (after a warm-up), for callgrind to count."""
+def instructions_child(env, mode_name, workload_name, size):
+    """Run one workload at `size` under one mode (after a warm-up), for
+    callgrind to count."""
     mode = MODES_BY_NAME[mode_name]
+    workload = workloads.BY_NAME[workload_name]
     with mode.active(env):
-        workloads.run_fib(12)
-        workloads.run_fib(size)
+        workload.run(workload.quick_size)
+        workload.run(size)
     check_clean(env)
 
 
-def run_instructions(args, modes, progress):
-    """Instructions per fib call for each mode, counted by callgrind: the
-    same for the same build whatever else the machine is doing."""
+def run_instructions(args, modes, progress, workload_names=("fib",)):
+    """Instructions per unit of each workload for each mode, counted by
+    callgrind: the same for the same build whatever else the machine is
+    doing.  {workload: {mode: {"per_call": n} or {"error": why}}}."""
     if shutil.which("valgrind") is None:
         raise SystemExit("bench.py: --instructions needs valgrind (apt-get install valgrind)")
-    small, large = INSTRUCTION_SIZES
-    calls = workloads.fib_frames(large) - workloads.fib_frames(small)
+    report = {}
+    for name in workload_names:
+        if name in INSTRUCTION_SIZES:
+            runs = [m for m in modes if m.runs(name)]
+            report[name] = _count_workload(args, name, runs, progress)
+    progress.show("instructions: done", final=True)
+    return report
+
+
+def _count_workload(args, workload_name, modes, progress):
+    small, large = INSTRUCTION_SIZES[workload_name]
+    units = UNITS[workload_name](large) - UNITS[workload_name](small)
     report = {}
     with tempfile.TemporaryDirectory() as scratch:
         for mode in modes:
             counts = []
             for size in (small, large):
-                progress.show("instructions: %s, fib(%d) under callgrind" % (mode.name, size))
+                progress.show(
+                    "instructions: %s, %s(%d) under callgrind" % (mode.name, workload_name, size)
+                )
                 out = os.path.join(scratch, "callgrind.%s.%d" % (mode.name, size))
                 command = [
                     "valgrind",
@@ -50,8 +85,10 @@ def run_instructions(args, modes, progress):
                     BENCH,
                     "--instructions-child",
                     mode.name,
+                    "--instructions-workload",
+                    workload_name,
                     "--size",
-                    "fib=%d" % size,
+                    "%s=%d" % (workload_name, size),
                     "--build-dir",
                     args.build_dir,
                 ]
@@ -68,17 +105,21 @@ def run_instructions(args, modes, progress):
                     break
                 counts.append(int(found.group(1).replace(",", "")))
             else:
-                report[mode.name] = {"per_call": (counts[1] - counts[0]) / calls}
-    progress.show("instructions: done", final=True)
+                report[mode.name] = {"per_call": (counts[1] - counts[0]) / units}
     return report
 
 
 def format_instructions(report):
+    return "\n\n".join(_format_workload(name, entries) for name, entries in report.items())
+
+
+def _format_workload(workload_name, report):
+    small, large = INSTRUCTION_SIZES[workload_name]
     lines = [
-        "instructions per fib call (callgrind; fib(%d) minus fib(%d), divided by the calls)"
-        % (INSTRUCTION_SIZES[1], INSTRUCTION_SIZES[0]),
+        "instructions per %s, %s (callgrind; size %d minus size %d, divided by the units)"
+        % (UNIT_NAMES[workload_name], workload_name, large, small),
         "  %-18s %12s %9s %9s %12s %10s"
-        % ("mode", "instr/call", "x none", "x floor", "x monitoring", "x settrace"),
+        % ("mode", "instr/unit", "x none", "x floor", "x monitoring", "x settrace"),
     ]
 
     def per_call(name):

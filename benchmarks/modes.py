@@ -255,8 +255,8 @@ def _needs_compiled(env):
 def _needs_specialization_mode(env):
     if env.pyframe is None:
         return env.pyframe_reason
-    if sys.version_info < (3, 15) or not hasattr(env.pyframe, "set_specialization"):
-        return "pyframe's specialization mode needs CPython 3.15"
+    if sys.version_info < (3, 12) or not hasattr(env.pyframe, "set_specialization"):
+        return "pyframe's specialization mode needs CPython 3.12 or later"
     return None
 
 
