@@ -4,7 +4,7 @@ import sys
 import textwrap
 
 import pytest
-from conftest import PY313, locals_difference, record_entries
+from conftest import IN_SPECIALIZATION_MODE, PY313, locals_difference, record_entries
 from test_entry_locals import CASES, exec_target, make_preset_class, run_case, token
 
 import pyframe
@@ -96,7 +96,9 @@ def make_plain(value):
 
 
 @pytest.mark.xfail(
-    sys.version_info[:3] == (3, 13, 0),
+    # In the specialization mode pyframe keeps Plain (made before the mode
+    # went on) from CALL_ALLOC_AND_ENTER_INIT, and sees every __init__ frame.
+    sys.version_info[:3] == (3, 13, 0) and not IN_SPECIALIZATION_MODE,
     raises=AssertionError,
     strict=True,
     reason=(
