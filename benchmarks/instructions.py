@@ -2,6 +2,7 @@
 for each mode and workload, counted by valgrind's callgrind in a child process
 (bench.py --instructions-child)."""
 
+import gc
 import os
 import re
 import shutil
@@ -44,6 +45,10 @@ def instructions_child(env, mode_name, workload_name, size):
     callgrind to count."""
     mode = MODES_BY_NAME[mode_name]
     workload = workloads.BY_NAME[workload_name]
+    # The collector stays off, as while timing: when a collection starts
+    # depends on allocations since the last one, the mode's set-up included,
+    # and one would land in one size's count and not the other's.
+    gc.disable()
     with mode.active(env):
         workload.run(workload.quick_size)
         workload.run(size)
