@@ -2,7 +2,7 @@
 """CPython's own regression tests, run plain, under a pass-through PEP 523 hook and under pyframe.
 
 Runs a selection of ``python -m test`` (with the interpreter running this
-script: use a venv where pyframe is installed) in each of four modes:
+script: use a venv where pyframe is installed) in each of five modes:
 
   none       no hook at all;
   floorhook  a sitecustomize installs tools/floorhook's pass-through PEP 523
@@ -13,12 +13,17 @@ script: use a venv where pyframe is installed) in each of four modes:
              original (tools/regrtest_site/*/sitecustomize.py);
   locals     a sitecustomize installs a pyframe callback that reads every value
              of every frame's ``f_locals`` (when it is a dict: exec() may run
-             module and class code in any mapping) and lets the frame run.
+             module and class code in any mapping) and lets the frame run;
+  spec       (CPython 3.12+) the same sitecustomize turns pyframe's
+             specialization mode on and installs a callback that skips half
+             of all code objects (by first line and name, the same in every
+             process) and reads every other frame's ``f_locals``: skipped
+             code runs with the hook stepped aside, specialized and inlined.
 
 The sitecustomize modules are copied into a temporary directory put first on
 PYTHONPATH, so regrtest, its workers and the interpreters tests start without
--I/-E all load them.  pyframe callbacks are per thread: the pyframe and
-locals sitecustomize installs its callback in the main thread only, unless
+-I/-E all load them.  pyframe callbacks are per thread: the pyframe, locals
+and spec sitecustomize installs its callback in the main thread only, unless
 --threads, which wraps threading.Thread._bootstrap_inner so every
 threading.Thread installs it too (the floorhook run then gets the same, empty,
 wrapper).
@@ -31,7 +36,7 @@ tests>", "test_x <env changed>" and the like.  A test file that crashed or
 timed out in a test case is run again without the cases that stopped it
 (regrtest --ignore), so the rest of the file still counts.
 
-Every test id that fails in the pyframe run, and in the locals run, is then
+Every test id that fails in the pyframe, locals or spec run is then
 either
   shared        it fails in the none or floorhook run too;
   allowlisted   (pyframe run only) an entry of regrtest_lib/allowlist.toml
@@ -40,8 +45,8 @@ either
                 checked against the test's source;
   incomparable  the none or floorhook run did not finish its test file;
   offending     anything else: pyframe broke it.
-The locals run changes no code, so it has no allowlist: a callback that only
-reads f_locals must change nothing a test can see.  Offending ids are run
+The locals and spec runs change no code, so they have no allowlist: a callback
+that only reads f_locals or skips code must change nothing a test can see.  Offending ids are run
 again alone (under floorhook and the run's own mode) to tell reproducible
 failures from flaky ones.  Exit status: 0 PASS, 1 FAIL (offending ids in
 either run), 2 the runs could not be made or compared (INCOMPLETE), 130
@@ -49,11 +54,11 @@ interrupted.  Not part of
 the default tox run: ``tox -e regrtest-py312`` (or -py313, -py314, -py315) runs it,
 ``tox -e regrtest-py312 -- test_frame test_sys`` a few test files,
 ``tox -e regrtest-py311 -- --modes none,floorhook,locals test_sys`` the
-locals run alone.
+locals run alone.  All modes run by default (spec from 3.12).
 
     python tools/regrtest.py [TEST ...] [--jobs N] [--timeout SEC] [--json OUT]
                              [--log-dir DIR] [--threads] [--callback python|c]
-                             [--modes none,floorhook,pyframe,locals] [--no-recheck]
+                             [--modes none,floorhook,pyframe,locals,spec] [--no-recheck]
                              [-- REGRTEST_ARGS...]
 
 --callback c swaps the pyframe run's Python callback for the same one written in C

@@ -21,6 +21,7 @@ import tempfile
 from .compare import Comparison, overall_verdict
 from .report import header_lines, print_report, write_json
 from .runner import (
+    ALLOWLISTED_MODES,
     MODES,
     PYFRAME_MODES,
     clean_log_dir,
@@ -65,9 +66,10 @@ def parse_args(argv, description):
     parser.add_argument("--json", metavar="OUT", help="write the results as JSON to OUT")
     parser.add_argument(
         "--modes",
-        default=",".join(MODES),
-        help="comma-separated subset of %s (default: all; a verdict needs pyframe or "
-        "locals and none or floorhook)" % ",".join(MODES),
+        default=None,
+        help="comma-separated subset of %s (default: every mode this version can run: "
+        "spec from 3.12, where pyframe has the specialization mode; a verdict needs pyframe, "
+        "locals or spec and none or floorhook)" % ",".join(MODES),
     )
     parser.add_argument(
         "--threads",
@@ -91,7 +93,7 @@ def parse_args(argv, description):
         help="do not re-run offending tests alone to see if they are flaky",
     )
     try:
-        versions = load()
+        versions = load(ALLOWLISTED_MODES)
     except DataError as exc:
         parser.error(str(exc))
     version = running_version()
@@ -116,12 +118,21 @@ def parse_args(argv, description):
                 platform.python_version(),
             )
         )
-    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    if args.modes is None:
+        modes = [m for m in MODES if versions.has_mode(m, version)]
+    else:
+        modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     unknown = sorted(set(modes) - set(MODES))
     if not modes or unknown:
         parser.error(
             "--modes takes a comma-separated subset of %s, not %r" % (",".join(MODES), args.modes)
         )
+    for mode in modes:
+        if not versions.has_mode(mode, version):
+            parser.error(
+                "--modes %s: the %s run needs CPython %s or later (tests.toml's [mode_since]), "
+                "this is %s" % (mode, mode, versions.mode_since[mode], version)
+            )
     args.modes = [m for m in MODES if m in modes]
     if args.jobs < 1:
         parser.error("--jobs must be at least 1")
@@ -143,7 +154,7 @@ def parse_args(argv, description):
     if missing:
         parser.error("no such test in %s's test package: %s" % (sys.executable, " ".join(missing)))
     args.tests = tests
-    args.allowlist = versions.allowlist_for(version)
+    args.allowlist = {mode: versions.allowlist_for(version, mode) for mode in ALLOWLISTED_MODES}
     if set(PYFRAME_MODES) & set(args.modes) and extension_digest()[0] is None:
         parser.error(
             "pyframe is not importable by %s: run this script with the python of a "
@@ -212,10 +223,10 @@ def main(description, argv=None):
             )
         so_after = extension_digest()[1]
 
-        # The allowlist explains what a copy of the code cannot pass: the
-        # locals run changes no code, so it has none.
+        # The allowlist explains what a copy of the code, or code-extra
+        # storage, cannot pass; the locals run stores nothing and has none.
         comparisons = [
-            Comparison(runs, args.allowlist if mode == "pyframe" else [], tests, mode)
+            Comparison(runs, args.allowlist.get(mode, []), tests, mode)
             for mode in PYFRAME_MODES
             if mode in runs
         ]

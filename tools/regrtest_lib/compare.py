@@ -1,11 +1,12 @@
 """The classifier: a pyframe run's failing test ids against the reference runs.
 
-Each run with a pyframe callback (runner.PYFRAME_MODES: pyframe, locals) is
+Each run with a pyframe callback (runner.PYFRAME_MODES: pyframe, locals, spec) is
 compared on its own.  Every test id that fails in it is either
   shared        it fails in the none or floorhook run too;
   allowlisted   an allowlist entry for this CPython version (allowlist.toml)
                 says why a copy of the code cannot pass it (the pyframe run
-                only: the locals run changes no code and has no allowlist);
+                only: the locals and spec runs change no code and have no
+                allowlist);
   incomparable  the none or floorhook run did not finish its test file;
   offending     anything else: pyframe broke it.
 Comparison holds the four sets and the verdict they make; overall_verdict
@@ -143,7 +144,7 @@ def overall_verdict_line(comparisons):
     verdict = overall_verdict(comparisons)
     if verdict is None:
         return (
-            "no verdict: it needs a run with pyframe (pyframe, locals) and the none or "
+            "no verdict: it needs a run with pyframe (pyframe, locals, spec) and the none or "
             "floorhook run"
         )
     return "VERDICT: %s (%s)" % (

@@ -19,6 +19,8 @@ from .results import module_of
 CALLBACKS = {
     "pyframe": "Compiled(frame.f_code.replace()) for every code object",
     "locals": "reads every value of every frame's f_locals (a dict) and lets the frame run",
+    "spec": "the specialization mode on; skips half of all code objects, reads the other "
+    "half's f_locals",
 }
 
 
@@ -187,7 +189,7 @@ def print_comparison(comparison):
     print()
     counts = [
         ("shared (fail without pyframe too)", len(comparison.shared)),
-        ("allowlisted (a copy of the code cannot pass)", len(comparison.allowlisted)),
+        ("allowlisted (allowlist.toml says why)", len(comparison.allowlisted)),
         ("incomparable (a reference run did not finish)", len(comparison.incomparable)),
         ("offending", len(comparison.offending)),
     ]

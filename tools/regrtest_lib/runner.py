@@ -28,13 +28,19 @@ TOOLS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SITE_SOURCES = os.path.join(TOOLS, "regrtest_site")
 FLOORHOOK_BUILDER = os.path.join(TOOLS, "floorhook", "build.py")
 
-MODES = ("none", "floorhook", "pyframe", "locals")
+MODES = ("none", "floorhook", "pyframe", "locals", "spec")
 REFERENCE_MODES = ("none", "floorhook")
 # The runs with a pyframe callback, each compared with the reference runs:
 # "pyframe" runs a cached copy of every code object, "locals" reads every
-# frame's f_locals and lets the frame run.  Both load
+# frame's f_locals and lets the frame run, "spec" skips half of all code
+# objects with the specialization mode on (CPython 3.12+) and reads the
+# other half's f_locals.  All load
 # regrtest_site/pyframe/sitecustomize.py; CALLBACK_ENV says which callback.
-PYFRAME_MODES = ("pyframe", "locals")
+PYFRAME_MODES = ("pyframe", "locals", "spec")
+# The runs allowlist.toml entries may name: pyframe (a copy of the code) and
+# spec (decisions in code-extra storage, the specialization mode).  The locals
+# run changes and stores nothing, so nothing may fail in it.
+ALLOWLISTED_MODES = ("pyframe", "spec")
 THREADS_ENV = "PYFRAME_REGRTEST_THREADS"
 CALLBACK_ENV = "PYFRAME_REGRTEST_CALLBACK"
 # How many times a test file that crashed or timed out is run again without
@@ -110,8 +116,8 @@ def mode_env(mode, site, threads, callback):
             env[THREADS_ENV] = "1"
         if mode == "pyframe":
             env[CALLBACK_ENV] = callback
-        elif mode == "locals":
-            env[CALLBACK_ENV] = "locals"
+        elif mode in ("locals", "spec"):
+            env[CALLBACK_ENV] = mode
     return env
 
 
@@ -136,6 +142,14 @@ PREFLIGHT = {
         "f = lambda: 1; f(); assert pyframe.cache_entries(f.__code__) == []; "
         "print('pyframe', pyframe.__version__, 'from', pyframe.__file__, "
         "'callback', pyframe.get_callback(), 'installed by', sitecustomize.__file__)"
+    ),
+    "spec": (
+        "import sitecustomize, pyframe; "
+        "assert pyframe.specialization_enabled(); "
+        "assert pyframe.get_callback().__name__ == '_regrtest_skip_half'; "
+        "print('pyframe', pyframe.__version__, 'from', pyframe.__file__, "
+        "'callback', pyframe.get_callback(), 'in the specialization mode, installed by', "
+        "sitecustomize.__file__)"
     ),
 }
 

@@ -37,9 +37,17 @@ class Versions:
         self.listed_tests = list(tests["default_tests"])
         self.since = dict(tests.get("since", {}))  # test file -> first version
         self.renamed = dict(tests.get("renamed", {}))  # version -> {old: new}
-        # (fnmatch pattern of the test id, the versions it applies to, why)
+        self.mode_since = dict(tests.get("mode_since", {}))  # run mode -> first version
+        # (fnmatch pattern of the test id, the versions it applies to, why,
+        # the pyframe runs it applies to)
         self.allowlist = tuple(
-            (entry["pattern"], tuple(entry["versions"]), entry["reason"]) for entry in allowlist
+            (
+                entry["pattern"],
+                tuple(entry["versions"]),
+                entry["reason"],
+                tuple(entry.get("modes", ["pyframe"])),
+            )
+            for entry in allowlist
         )
 
     def named_tests(self, version):
@@ -51,11 +59,19 @@ class Versions:
                 tests = [names.get(test, test) for test in tests]
         return tests
 
-    def allowlist_for(self, version):
-        """[(pattern, reason)] of the allowlist entries for `version`, in order."""
+    def allowlist_for(self, version, mode):
+        """[(pattern, reason)] of the allowlist entries for `version` and the
+        pyframe run `mode`, in order."""
         return [
-            (pattern, reason) for pattern, versions, reason in self.allowlist if version in versions
+            (pattern, reason)
+            for pattern, versions, reason, modes in self.allowlist
+            if version in versions and mode in modes
         ]
+
+    def has_mode(self, mode, version):
+        """Whether the run `mode` can be made on `version`."""
+        since = self.mode_since.get(mode, self.supported[0])
+        return version_key(version) >= version_key(since)
 
     def default_tests(self, version):
         """The test files run on `version` when none are named."""
@@ -98,7 +114,7 @@ def is_table(value, of_type):
 
 def check_tests(tests):
     path = TESTS_FILE
-    keys = {"versions", "default_tests", "since", "renamed"}
+    keys = {"versions", "default_tests", "since", "renamed", "mode_since"}
     check(set(tests) <= keys, path, "only the keys " + ", ".join(sorted(keys)), sorted(tests))
     versions = tests.get("versions")
     ok = isinstance(versions, list) and versions and all(map(is_version, versions))
@@ -116,27 +132,40 @@ def check_tests(tests):
     named = set(listed).union(*(names.values() for names in renamed.values()))
     ok = is_table(since, str) and set(since) <= named and set(since.values()) <= set(versions)
     check(ok, path, '[since] with test_x = "the first version (of versions) that has it"', since)
+    mode_since = tests.get("mode_since", {})
+    ok = is_table(mode_since, str) and set(mode_since.values()) <= set(versions)
+    check(
+        ok,
+        path,
+        '[mode_since] with mode = "the first version (of versions) it runs on"',
+        mode_since,
+    )
 
 
-def check_allowlist(allowlist, versions):
+def check_allowlist(allowlist, versions, modes):
     path = ALLOWLIST_FILE
     entries = allowlist.get("allow", [])
     ok = set(allowlist) <= {"allow"} and isinstance(entries, list)
     check(ok, path, "[[allow]] tables only", sorted(allowlist))
     for entry in entries:
-        ok = isinstance(entry, dict) and set(entry) == {"pattern", "versions", "reason"}
+        ok = isinstance(entry, dict) and {"pattern", "versions", "reason"} <= set(entry)
+        ok = ok and set(entry) <= {"pattern", "versions", "reason", "modes"}
         ok = ok and all(isinstance(entry[key], str) and entry[key] for key in ("pattern", "reason"))
-        check(ok, path, "[[allow]] with pattern, versions and reason", entry)
+        check(ok, path, "[[allow]] with pattern, versions, reason and (optional) modes", entry)
+        entry_modes = entry.get("modes", ["pyframe"])
+        ok = isinstance(entry_modes, list) and entry_modes and set(entry_modes) <= set(modes)
+        check(ok, path, "%s: modes from %s" % (entry["pattern"], list(modes)), entry_modes)
         ok = isinstance(entry["versions"], list) and entry["versions"]
         ok = ok and all(version in versions for version in entry["versions"])
         expected = "%s: versions from tests.toml's %s" % (entry["pattern"], versions)
         check(ok, path, expected, entry["versions"])
 
 
-def load():
-    """The Versions, or DataError saying what is wrong with which file."""
+def load(allowlisted_modes):
+    """The Versions, or DataError saying what is wrong with which file;
+    `allowlisted_modes` are the pyframe runs an allowlist entry may name."""
     tests = read_toml(TESTS_FILE)
     check_tests(tests)
     allowlist = read_toml(ALLOWLIST_FILE)
-    check_allowlist(allowlist, tests["versions"])
+    check_allowlist(allowlist, tests["versions"], allowlisted_modes)
     return Versions(tests, allowlist.get("allow", []))

@@ -14,7 +14,14 @@ any test code runs, a pyframe callback chosen by PYFRAME_REGRTEST_CALLBACK:
       sys.settrace/setprofile/monitoring;
   locals (the locals run)  reads every value of every frame's f_locals (when
       it is a dict: module and class code may run in any mapping) and lets
-      the frame run: pyframe's entry-locals path on every frame.
+      the frame run: pyframe's entry-locals path on every frame;
+  spec (the spec run)  pyframe's specialization mode on
+      (pyframe.set_specialization(True), CPython 3.12+): the callback skips
+      half of all code objects (chosen by their first line and name, the same
+      in every process) and reads the f_locals of every frame of the other
+      half, as the locals run does, so skipped code runs with the hook stepped
+      aside, specialized and inlined, beside code that still reaches the
+      callback on every frame.
 
 pyframe callbacks are per thread: this installs the callback in the main thread
 only.  Other threads still go through pyframe's PEP 523 function (it is
@@ -47,15 +54,27 @@ def _regrtest_read_f_locals(frame, isinstance=isinstance, dict_values=dict.value
             pass
 
 
+def _regrtest_skip_half(frame, read=_regrtest_read_f_locals, SKIP=pyframe.SKIP, len=len):
+    code = frame.f_code
+    if (code.co_firstlineno + len(code.co_qualname)) & 1:
+        return SKIP
+    read(frame)
+    return None
+
+
 _which = os.environ.get("PYFRAME_REGRTEST_CALLBACK")
 if _which == "c":
     from regrtest_freshcopy import fresh_copy as _regrtest_callback
 elif _which == "locals":
     _regrtest_callback = _regrtest_read_f_locals
+elif _which == "spec":
+    _regrtest_callback = _regrtest_skip_half
 else:
     _regrtest_callback = _regrtest_fresh_copy
 
 pyframe.set_callback(_regrtest_callback)
+if _which == "spec":
+    pyframe.set_specialization(True)
 
 if os.environ.get("PYFRAME_REGRTEST_THREADS") == "1":
     import threading
