@@ -9,7 +9,6 @@
  * told of all but the last.  eval_frame.c reads the state on every frame.
  */
 #include "cache.h"
-#include "specialize.h"
 
 Py_ssize_t pyframe_code_extra_index = -1;
 static code_state all_states = {&all_states, &all_states, NULL, NULL, 0, 0, 0, 0, NULL};
@@ -17,6 +16,8 @@ static int cache_limit = 8;
 static uint64_t last_owner_serial;
 static uint64_t last_entry_id;
 static PyObject *(*notify_owner)(PyObject *record);
+static cache_user_python_listener user_python;
+static void (*decisions_changed)(void);
 
 /* ---- dropping entries ---------------------------------------------------- */
 
@@ -105,7 +106,9 @@ drop_batch_finish(drop_batch *batch)
     if (notify != NULL) {
         /* Whatever exception is set (a guard's) waits for the owners. */
         PyObject *pending = PyErr_GetRaisedException();
-        pyframe_user_python_enter();
+        if (user_python.user_python_enter != NULL) {
+            user_python.user_python_enter();
+        }
         for (Py_ssize_t i = 0; i < PyList_GET_SIZE(notify); i++) {
             PyObject *record = PyList_GET_ITEM(notify, i);
             PyObject *result = notify_owner(record);
@@ -114,7 +117,9 @@ drop_batch_finish(drop_batch *batch)
             }
             Py_XDECREF(result);
         }
-        pyframe_user_python_leave();
+        if (user_python.user_python_leave != NULL) {
+            user_python.user_python_leave();
+        }
         PyErr_SetRaisedException(pending);
     }
     Py_XDECREF(notify);
@@ -372,6 +377,14 @@ pyframe_owner_free(pyframe_owner *owner)
 /* ---- reset and inspection ------------------------------------------------- */
 
 static void
+tell_decisions_changed(void)
+{
+    if (decisions_changed != NULL) {
+        decisions_changed();
+    }
+}
+
+static void
 state_reset(code_state *state, pyframe_owner *owner, drop_batch *batch)
 {
     state_forget_decisions(state, owner != NULL ? owner->serial : 0);
@@ -387,7 +400,7 @@ pyframe_reset_code(PyObject *code, pyframe_owner *owner)
         state_reset(state, owner, &batch);
     }
     drop_batch_finish(&batch);
-    pyframe_specialize_decisions_changed();   /* a SKIP may be gone */
+    tell_decisions_changed();   /* a SKIP may be gone */
     return 0;
 }
 
@@ -401,7 +414,7 @@ pyframe_reset_all(pyframe_owner *owner)
     /* Releasing can run finalizers, and telling owners runs their Python:
      * only now, with every state consistent. */
     drop_batch_finish(&batch);
-    pyframe_specialize_decisions_changed();
+    tell_decisions_changed();
     return 0;
 }
 
@@ -420,7 +433,7 @@ pyframe_remember(PyObject *code, pyframe_owner *owner, int action)
              || cache_remember(state, owner->serial, action) < 0) {
         return -1;
     }
-    pyframe_specialize_decisions_changed();   /* a SKIP may have come or gone */
+    tell_decisions_changed();   /* a SKIP may have come or gone */
     return 0;
 }
 
@@ -466,10 +479,17 @@ pyframe_cache_entries(PyObject *code, pyframe_owner *owner)
     return entries;
 }
 
+void
+cache_listen_decisions(void (*changed)(void))
+{
+    decisions_changed = changed;
+}
+
 int
-cache_init(PyObject *(*notify)(PyObject *record))
+cache_init(PyObject *(*notify)(PyObject *record), const cache_user_python_listener *listener)
 {
     notify_owner = notify;
+    user_python = *listener;
     if (pyframe_code_extra_index < 0) {
         pyframe_code_extra_index = PyUnstable_Eval_RequestCodeExtraIndex(code_state_free);
         if (pyframe_code_extra_index < 0) {

@@ -3,12 +3,18 @@
  * Shared by cache.c, which keeps it, and eval_frame.c, which reads it on
  * every intercepted frame: the structures are visible so that the hook's
  * lookup walks them without a call per entry.
+ *
+ * Layer 3, above compat.h; what it must tell the layers above (user Python
+ * is about to run, decisions changed) goes through the listeners they
+ * register.
  */
 #ifndef PYFRAME_CACHE_H
 #define PYFRAME_CACHE_H
 
 #include "compat.h"
 #include "pyframe.h"
+
+#pragma GCC visibility push(hidden)
 
 /* One owner of decisions and cached entries: a pyframe.Cache.  Owners are
  * told apart by a serial number that is never reused, so a decision or an
@@ -63,12 +69,24 @@ typedef struct {
 
 #define DROP_BATCH_INIT {NULL, NULL}
 
-int cache_init(PyObject *(*notify)(PyObject *record));
+/* What the cache tells the layers above.  Each may be NULL. */
+typedef struct {
+    /* Around calls of owners' on_drop (hook.c: unseen by this thread's
+     * callback and by tracers, as the callback's own calls are). */
+    void (*user_python_enter)(void);
+    void (*user_python_leave)(void);
+} cache_user_python_listener;
 
-/* eval_frame.c: calls into pyframe's users (the callback, guards, on_drop)
- * go between these, unseen by this thread's callback and by tracers. */
-void pyframe_user_python_enter(void);
-void pyframe_user_python_leave(void);
+/* `notify` tells an owner of a dropped entry (pyframe_layer.notify_dropped).
+ * -1 with an exception. */
+int cache_init(PyObject *(*notify)(PyObject *record), const cache_user_python_listener *listener);
+/* Called after a decision was set or forgotten from outside a callback
+ * (pyframe_remember, pyframe_reset_all): a SKIP may have come or gone.  The
+ * specialization mode registers it while it is on; NULL: none. */
+void cache_listen_decisions(void (*changed)(void));
+
+/* Releases the batch's references and tells the owners, running their
+ * Python: only once every code state is consistent. */
 void drop_batch_finish(drop_batch *batch);
 
 /* Borrowed; NULL (no exception) when the code has no state yet. */
@@ -114,5 +132,7 @@ int cache_insert(code_state *state, pyframe_owner *owner, PyObject *code, PyObje
                  PyObject *depends, int keeps_function, drop_batch *batch);
 
 void cache_move_to_front(code_state *state, int index);
+
+#pragma GCC visibility pop
 
 #endif /* PYFRAME_CACHE_H */

@@ -9,8 +9,7 @@
  * will have at the first traced line is the slot's value, except for a free
  * variable, whose value is the content of the matching closure cell.
  */
-#include "compat.h"
-#include "pyframe.h"
+#include "localsplus.h"
 
 /* The cell a free slot will hold after COPY_FREE_VARS.  Borrowed; NULL when
  * the function carries no closure for it. */

@@ -2,6 +2,26 @@
  *
  * It names CPython's interpreter frame only as an opaque struct, so the
  * Cython module never sees an internal header; compat.h is for cframe/ alone.
+ *
+ * cframe/ is written in layers; each file calls only files below it, and a
+ * lower layer tells an upper one something (user Python is about to run,
+ * decisions changed, the hook may step aside) through a listener the upper
+ * one registers, never by calling up:
+ *
+ *   start.c            pyframe_hook_init: hands each layer its listeners
+ *   eval_frame.c       the PEP 523 function: what runs on every frame
+ *   specialize.c       the specialization mode: functions' vectorcalls, versions
+ *   specialize_classes.c   classes kept off inlined __init__ / property paths
+ *   hook.c             per-thread state, installing the function, stepping
+ *                      aside, the f_locals dict a callback is lent
+ *   cache.c            per-code state: owners' decisions and cached entries
+ *   frame.c            a not-started frame as a whole: retargeting, moving,
+ *                      shadow frames (3.11), popping, what a Frame reads
+ *   localsplus.c       a not-started frame's slots: entry locals, replacements'
+ *   compat.h           every CPython version difference
+ *
+ * eval_frame.c and specialize.c stand side by side (neither calls the
+ * other); each .c file has a header of the same name for the layers above.
  */
 #ifndef PYFRAME_H
 #define PYFRAME_H
@@ -61,8 +81,10 @@ typedef struct {
     pyframe_notify_fn notify_dropped;
 } pyframe_layer;
 
-/* eval_frame.c: the hook, per-thread callbacks and per-code decisions. */
+/* start.c: called once at import, before anything else here. */
 int pyframe_hook_init(const pyframe_layer *layer);
+
+/* hook.c: per-thread callbacks and the hook's installation. */
 PyObject *pyframe_thread_get_callback(void);                /* Borrowed, or NULL. */
 /* Installs `callback` (NULL: none; with `cache` NULL too: nothing at all)
  * with `cache`, a pyframe.Cache, as the owner of its decisions and entries;
@@ -98,7 +120,7 @@ int pyframe_specialization_aside(void);
  * exception).  On 3.11 calls from Python bypass it (compat.h). */
 Py_ssize_t pyframe_specialization_probe(PyObject *func, PyObject *driver);
 
-/* eval_frame.c: reading the frame the callback is handed. */
+/* frame.c: reading the frame the callback is handed. */
 PyObject *pyframe_frame_code(struct _PyInterpreterFrame *frame);      /* Borrowed. */
 PyObject *pyframe_frame_globals(struct _PyInterpreterFrame *frame);   /* Borrowed. */
 PyObject *pyframe_frame_builtins(struct _PyInterpreterFrame *frame);  /* Borrowed. */
@@ -107,7 +129,7 @@ int pyframe_frame_lineno(struct _PyInterpreterFrame *frame);          /* -1: non
 PyObject *pyframe_frame_back(PyThreadState *tstate,
                              struct _PyInterpreterFrame *caller);     /* New. */
 
-/* eval_frame.c: frame.f_locals for a callback; may hand out this thread's
+/* hook.c: frame.f_locals for a callback; may hand out this thread's
  * spare dict, and takes it back once the callback returned without keeping it. */
 PyObject *pyframe_callback_locals(struct _PyInterpreterFrame *frame);  /* New. */
 
@@ -128,39 +150,5 @@ int pyframe_set_local(struct _PyInterpreterFrame *frame, PyObject *name,
 /* The cells the frame's free variables will be bound to, in co_freevars
  * order: the function's own closure tuple when it is that.  New. */
 PyObject *pyframe_frame_closure(struct _PyInterpreterFrame *frame);
-
-/* localsplus.c: building a replacement frame in place of one that has not
- * started (used by eval_frame.c only; the code types are CPython's). */
-#ifdef PYFRAME_COMPAT_H
-int pyframe_check_replacement(PyCodeObject *original, PyObject *replacement);
-/* 1: the replacement frame can keep the original's function object. */
-int pyframe_keeps_function(PyCodeObject *original, PyCodeObject *replacement);
-/* The function for the replacement frame when it cannot. */
-PyObject *pyframe_replacement_function(struct _PyInterpreterFrame *frame,
-                                       PyCodeObject *replacement);   /* New. */
-int pyframe_take_bound_locals(struct _PyInterpreterFrame *frame, PyObject **released);
-
-/* How many leading slots hold arguments: the positional and keyword-only
- * parameters, then *args and **kwargs if the code takes them. */
-static inline int
-pyframe_argument_slots(PyCodeObject *code)
-{
-    return code->co_argcount + code->co_kwonlyargcount
-           + !!(code->co_flags & CO_VARARGS) + !!(code->co_flags & CO_VARKEYWORDS);
-}
-
-/* Empties the replacement's slots past its arguments (called on the frame
- * that will run it, once pyframe_take_bound_locals emptied the original's):
- * its own cells are made by its prologue (MAKE_CELL), its free variables by
- * COPY_FREE_VARS from the frame's function, and its other locals start
- * unbound.  Inline: it is on the path of every cached replacement. */
-static inline void
-pyframe_unbind_nonarguments(struct _PyInterpreterFrame *frame, PyCodeObject *replacement)
-{
-    for (int i = pyframe_argument_slots(replacement); i < replacement->co_nlocalsplus; i++) {
-        compat_frame_slot_forget(frame, i);
-    }
-}
-#endif
 
 #endif /* PYFRAME_H */

@@ -4,7 +4,7 @@
  * While any PEP 523 function is installed, CPython runs every call through
  * it and inlines none, so code a callback skipped still runs 1.7-1.9x slower
  * than without a hook.  In this mode a skipped frame runs with pyframe's
- * function stepped aside (eval_frame.c), and CPython specializes and inlines
+ * function stepped aside (hook.c), and CPython specializes and inlines
  * its calls again.  The frames that must still reach the hook are kept off
  * the inlined paths by their function objects:
  *
@@ -31,12 +31,11 @@
  * A vectorcall someone else set is kept and called, and put back when the
  * function is released.
  */
-#include "specialize.h"
-#include "cache.h"
+#include "specialize_classes.h"
 
 #if PYFRAME_HAS_SPECIALIZATION_MODE
 
-int pyframe_specializing;
+static int specializing;
 
 static int watcher_id = -1;
 /* Code-extra slot holding a code's own co_version + 1 while pyframe keeps
@@ -226,16 +225,16 @@ function_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, Py
     if (original == NULL) {
         return NULL;
     }
-    if (!pyframe_specializing || specialize_code_is_free((PyCodeObject *)func->func_code)) {
+    if (!specializing || hook_code_skipped((PyCodeObject *)func->func_code)) {
         function_release(func);
         return original(callable, args, nargsf, kwnames);
     }
-    if (!pyframe_hook_aside) {
+    if (!hook_aside) {
         return original(callable, args, nargsf, kwnames);
     }
-    pyframe_hook_step_in();
+    hook_step_in();
     result = original(callable, args, nargsf, kwnames);
-    pyframe_hook_step_aside();   /* back to the skipped frame that called */
+    hook_step_aside();   /* back to the skipped frame that called */
     return result;
 }
 
@@ -247,7 +246,7 @@ function_created(PyFunctionObject *func)
     PyCodeObject *code = (PyCodeObject *)func->func_code;   /* Borrowed. */
     int optimized = (code->co_flags & CO_OPTIMIZED) != 0;
 
-    if (specialize_code_is_free(code)) {
+    if (hook_code_skipped(code)) {
         return 0;
     }
     if (function_hook(func) < 0) {
@@ -255,9 +254,9 @@ function_created(PyFunctionObject *func)
     }
     /* Class bodies, and functions C code makes, run without a call through
      * their vectorcall. */
-    if (pyframe_hook_aside
+    if (hook_aside
             && (!optimized || !compat_making_function_in_bytecode(PyThreadState_Get()))) {
-        pyframe_hook_step_in();
+        hook_step_in();
     }
     return 0;
 }
@@ -265,7 +264,7 @@ function_created(PyFunctionObject *func)
 static int
 function_event(PyFunction_WatchEvent event, PyFunctionObject *func, PyObject *new_value)
 {
-    if (!pyframe_specializing) {
+    if (!specializing) {
         return 0;
     }
     switch (event) {
@@ -333,7 +332,7 @@ hook_all(void)
     }
     for (Py_ssize_t i = 0; result == 0 && i < PyList_GET_SIZE(functions); i++) {
         PyFunctionObject *func = (PyFunctionObject *)PyList_GET_ITEM(functions, i);
-        if (!specialize_code_is_free((PyCodeObject *)func->func_code)) {
+        if (!hook_code_skipped((PyCodeObject *)func->func_code)) {
             result = function_hook(func);
         }
     }
@@ -366,10 +365,12 @@ release_all(void)
     return 0;
 }
 
+/* ---- what the hook and the cache tell the mode --------------------------------- */
+
 /* Before the hook steps aside: classes made or changed since it last looked
  * are seen to. */
-int
-pyframe_specialize_may_step_aside(void)
+static int
+may_step_aside(void)
 {
     PyObject *exception;   /* Owned: what the caller is returning, if it raised. */
     int may = 1;
@@ -386,14 +387,18 @@ pyframe_specialize_may_step_aside(void)
     return may;
 }
 
-void
-pyframe_specialize_decisions_changed(void)
+/* Decisions may have changed (reset, another owner): functions whose code is
+ * no longer skipped go back on the hook. */
+static void
+decisions_changed(void)
 {
-    if (pyframe_specializing && released_since_walk > 0
+    if (specializing && released_since_walk > 0
             && (hook_all() < 0 || specialize_classes_recheck() < 0)) {
         PyErr_WriteUnraisable(NULL);
     }
 }
+
+static const hook_aside_listener aside_listener = {may_step_aside, decisions_changed};
 
 /* ---- switching the mode ---------------------------------------------------------- */
 
@@ -422,7 +427,7 @@ find_cpython_vectorcall(void)
 int
 pyframe_specialization_set(int on)
 {
-    if (on == pyframe_specializing) {
+    if (on == specializing) {
         return 0;
     }
     if (on) {
@@ -436,8 +441,9 @@ pyframe_specialization_set(int on)
         if ((watcher_id = PyFunction_AddWatcher(function_event)) < 0) {
             return -1;
         }
-        pyframe_specializing = 1;
-        pyframe_hook_skip_path_changed();
+        specializing = 1;
+        hook_listen_aside(&aside_listener);
+        cache_listen_decisions(decisions_changed);
         if (hook_all() < 0 || specialize_classes_start() < 0) {
             /* Nothing half-on: take back what was done. */
             PyObject *exception = PyErr_GetRaisedException();
@@ -447,9 +453,9 @@ pyframe_specialization_set(int on)
         }
         return 0;
     }
-    pyframe_hook_step_in();
-    pyframe_specializing = 0;
-    pyframe_hook_skip_path_changed();
+    specializing = 0;
+    hook_listen_aside(NULL);   /* steps in */
+    cache_listen_decisions(NULL);
     if (PyFunction_ClearWatcher(watcher_id) < 0) {
         PyErr_WriteUnraisable(NULL);
     }
@@ -461,7 +467,7 @@ pyframe_specialization_set(int on)
 int
 pyframe_specialization_enabled(void)
 {
-    return pyframe_specializing;
+    return specializing;
 }
 
 int
@@ -474,7 +480,7 @@ pyframe_specialization_hooked(PyObject *func)
 int
 pyframe_specialization_aside(void)
 {
-    return pyframe_hook_aside;
+    return hook_aside;
 }
 
 #else   /* !PYFRAME_HAS_SPECIALIZATION_MODE */

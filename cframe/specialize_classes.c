@@ -20,7 +20,7 @@
  * hook back in, and the class is checked before the hook next steps aside:
  * nothing runs stepped aside in between.
  */
-#include "specialize.h"
+#include "specialize_classes.h"
 
 #if PYFRAME_HAS_SPECIALIZATION_MODE && PYFRAME_INLINES_INIT
 
@@ -34,6 +34,8 @@ static PyObject *blocked;
 static PyObject *to_check;
 /* pyframe is blocking a class: the type watcher hears of it and ignores it. */
 static int blocking;
+/* Between specialize_classes_start() and _stop(): the watchers act. */
+static int watching;
 
 /* The class's __init__ when it is a Python function (Borrowed), else NULL. */
 static PyFunctionObject *
@@ -58,7 +60,7 @@ static int
 code_observed(PyObject *func)
 {
     return func != NULL && PyFunction_Check(func)
-           && !specialize_code_is_free((PyCodeObject *)((PyFunctionObject *)func)->func_code);
+           && !hook_code_skipped((PyCodeObject *)((PyFunctionObject *)func)->func_code);
 }
 
 /* 1 when a property of `type` or of a class in its MRO has a getter of code
@@ -173,7 +175,7 @@ class_to_check(PyObject *key, PyObject *ref)
     if (to_check == NULL && (to_check = PyDict_New()) == NULL) {
         return -1;
     }
-    pyframe_hook_step_in();
+    hook_step_in();
     return PyDict_SetItem(to_check, key, ref);
 }
 
@@ -183,7 +185,7 @@ type_changed(PyTypeObject *type)
     PyObject *key, *ref;   /* Owned. */
     int result;
 
-    if (blocking || !pyframe_specializing) {
+    if (blocking || !watching) {
         return 0;
     }
     key = PyLong_FromVoidPtr(type);
@@ -200,7 +202,7 @@ type_changed(PyTypeObject *type)
 static int
 subclasses_changed(PyDict_WatchEvent event, PyObject *dict, PyObject *key, PyObject *new_value)
 {
-    if (event != PyDict_EVENT_ADDED || !pyframe_specializing || new_value == NULL
+    if (event != PyDict_EVENT_ADDED || !watching || new_value == NULL
             || !PyWeakref_Check(new_value)) {
         return 0;
     }
@@ -288,6 +290,7 @@ class_watch_and_check(PyTypeObject *type)
 int
 specialize_classes_start(void)
 {
+    watching = 1;
     if ((type_watcher = PyType_AddWatcher(type_changed)) < 0) {
         return -1;
     }
@@ -399,6 +402,7 @@ class_unwatch(PyTypeObject *type)
 void
 specialize_classes_stop(void)
 {
+    watching = 0;
     specialize_classes_unblock(1);
     Py_CLEAR(to_check);
     if (type_watcher >= 0 && subclasses_watcher >= 0 && classes_walk(class_unwatch) < 0) {
