@@ -479,7 +479,7 @@ run_replacement(PyThreadState *tstate, _PyInterpreterFrame *frame, PyObject *rep
     Py_XDECREF(released);   /* may run finalizers: they push frames above ours */
     if (frame_is_shadow(target, frame)) {
         PyObject *result = hook_previous_eval(tstate, target, 0);
-        frame_release_and_pop(tstate, target);   /* the shadow is ours to pop */
+        frame_pop_shadow(tstate, target);   /* the shadow is ours to pop */
         return result;
     }
     return hook_previous_eval(tstate, target, 0);

@@ -25,12 +25,14 @@ void frame_clear_and_pop(PyThreadState *tstate, struct _PyInterpreterFrame *fram
 struct _PyInterpreterFrame *frame_relocate(PyThreadState *tstate,
                                            struct _PyInterpreterFrame *frame, int size);
 
-#if PYFRAME_CALLER_POPS_FRAME
 /* 3.11: `target`, which frame_retarget returned for `frame`, is a shadow
- * frame, which pyframe pops itself (frame_release_and_pop) once it ran. */
+ * frame, which pyframe pops itself once it ran (frame_pop_shadow). */
+#if PYFRAME_CALLER_POPS_FRAME
 #  define frame_is_shadow(target, frame) ((target) != (frame))
+#  define frame_pop_shadow(tstate, shadow) frame_release_and_pop((tstate), (shadow))
 #else
 #  define frame_is_shadow(target, frame) 0
+#  define frame_pop_shadow(tstate, shadow) ((void)0)
 #endif
 #if !PYFRAME_PY313
 /* Releases the references of `frame`, the top frame of the thread's data

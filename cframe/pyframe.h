@@ -8,20 +8,25 @@
  * decisions changed, the hook may step aside) through a listener the upper
  * one registers, never by calling up:
  *
- *   start.c            pyframe_hook_init: hands each layer its listeners
- *   eval_frame.c       the PEP 523 function: what runs on every frame
- *   specialize.c       the specialization mode: functions' vectorcalls, versions
+ *   start.c                pyframe_hook_init: hands each layer its listeners
+ *   eval_frame.c, specialize.c
+ *                          the PEP 523 function, what runs on every frame;
+ *                          the specialization mode (functions' vectorcalls,
+ *                          code versions)
  *   specialize_classes.c   classes kept off inlined __init__ / property paths
- *   hook.c             per-thread state, installing the function, stepping
- *                      aside, the f_locals dict a callback is lent
- *   cache.c            per-code state: owners' decisions and cached entries
- *   frame.c            a not-started frame as a whole: retargeting, moving,
- *                      shadow frames (3.11), popping, what a Frame reads
- *   localsplus.c       a not-started frame's slots: entry locals, replacements'
- *   compat.h           every CPython version difference
+ *   hook.c                 per-thread state, installing the function, stepping
+ *                          aside, the f_locals dict a callback is lent
+ *   cache.c                per-code state: owners' decisions, cached entries
+ *   frame.c                a not-started frame as a whole: retargeting, moves
+ *                          to a new chunk, 3.11's shadow frames, popping, what
+ *                          a Frame reads
+ *   localsplus.c           a not-started frame's slots: entry locals, a
+ *                          replacement's
+ *   compat.h               every CPython version difference
  *
- * eval_frame.c and specialize.c stand side by side (neither calls the
- * other); each .c file has a header of the same name for the layers above.
+ * Files on one line stand side by side (neither uses the other).  Each .c
+ * file has a header of the same name for the layers above it;
+ * tools/cframe_layers.py checks the picture against the compiled objects.
  */
 #ifndef PYFRAME_H
 #define PYFRAME_H
