@@ -1,4 +1,5 @@
-/* pyframe.h: what cframe/ offers the Cython layer (pyframe/_cframe.pyx).
+/* pyframe.h: what cframe/ offers the Cython layer (pyframe/_cframe.pyx and
+ * its includes; declared for Cython in pyframe/cframe_api.pxi).
  *
  * It names CPython's interpreter frame only as an opaque struct, so the
  * Cython module never sees an internal header; compat.h is for cframe/ alone.
