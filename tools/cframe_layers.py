@@ -68,8 +68,11 @@ def main(argv=None):
     levels = read_picture()
     level_of = {stem: index for index, level in enumerate(levels) for stem in level}
     problems = ["%s.c is not in pyframe.h's picture" % s for s in sources if s not in level_of]
-    problems += ["pyframe.h's picture names %s.c, which does not exist" % s
-                 for s in level_of if s not in sources]
+    problems += [
+        "pyframe.h's picture names %s.c, which does not exist" % s
+        for s in level_of
+        if s not in sources
+    ]
 
     with tempfile.TemporaryDirectory(prefix="cframe-layers-") as into:
         objects = compile_objects(args.cc.split(), sources, into)
@@ -93,8 +96,10 @@ def main(argv=None):
             print("  %-20s -> %s" % (stem + ".c", ", ".join(sorted(f + ".c" for f in used)) or "-"))
             for target, names in sorted(used.items()):
                 if target in level_of and stem in level_of and level_of[target] >= level_of[stem]:
-                    problems.append("%s.c uses %s.c, which is not below it: %s"
-                                    % (stem, target, ", ".join(names)))
+                    problems.append(
+                        "%s.c uses %s.c, which is not below it: %s"
+                        % (stem, target, ", ".join(names))
+                    )
     if problems:
         print("\n".join(["", "cframe_layers: not in layers:"] + ["  " + p for p in problems]))
         return 1
