@@ -29,6 +29,10 @@ def running_version():
     return "%d.%d" % sys.version_info[:2]
 
 
+# The runs an allowlist entry without `modes` applies to.
+DEFAULT_ENTRY_MODES = ["pyframe"]
+
+
 class Versions:
     """The contents of tests.toml and allowlist.toml."""
 
@@ -45,7 +49,7 @@ class Versions:
                 entry["pattern"],
                 tuple(entry["versions"]),
                 entry["reason"],
-                tuple(entry.get("modes", ["pyframe"])),
+                tuple(entry.get("modes", DEFAULT_ENTRY_MODES)),
             )
             for entry in allowlist
         )
@@ -152,7 +156,7 @@ def check_allowlist(allowlist, versions, modes):
         ok = ok and set(entry) <= {"pattern", "versions", "reason", "modes"}
         ok = ok and all(isinstance(entry[key], str) and entry[key] for key in ("pattern", "reason"))
         check(ok, path, "[[allow]] with pattern, versions, reason and (optional) modes", entry)
-        entry_modes = entry.get("modes", ["pyframe"])
+        entry_modes = entry.get("modes", DEFAULT_ENTRY_MODES)
         ok = isinstance(entry_modes, list) and entry_modes and set(entry_modes) <= set(modes)
         check(ok, path, "%s: modes from %s" % (entry["pattern"], list(modes)), entry_modes)
         ok = isinstance(entry["versions"], list) and entry["versions"]
