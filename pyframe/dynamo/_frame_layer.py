@@ -25,6 +25,7 @@ The module's names are listed, by release, in _torch_compat.LAYER_NAMES.
 from __future__ import annotations
 
 import functools
+import random
 import sys
 import types
 import weakref
@@ -130,6 +131,23 @@ def _call_from_nonrecursive_disable(callback: Any, *args: Any) -> Any:
 NONRECURSIVE_TRAMPOLINE_CODE = _call_from_nonrecursive_disable.__code__
 
 
+def _call_dynamo(
+    callback: Any, frame: pyframe.Frame, view: FrameView, first: Any, state: Any
+) -> Any:
+    # As Dynamo's C layer (torch 2.7+, pytorch#147562): what its callback
+    # draws from Python's random module (tracing random.randint, say) is
+    # given back, raising or not, so the program's stream goes on as in
+    # eager code; the guard-complete hook before it keeps its draws.
+    random_state = random.getstate()
+    try:
+        caller = frame.f_back
+        if caller is not None and caller.f_code is _ORIGINAL_NONRECURSIVE_CODE[0]:
+            return _call_from_nonrecursive_disable(callback, view, first, state)
+        return callback(view, first, state)
+    finally:
+        random.setstate(random_state)
+
+
 class DynamoHook:
     """The pyframe callback for one Dynamo callback: asked about frames with
     no remembered decision and no entry whose guard holds (Dynamo's cache
@@ -187,12 +205,7 @@ class DynamoHook:
         # this installation and puts it back.
         detached = SWITCH.detach()
         try:
-            caller = frame.f_back
-            if caller is not None and caller.f_code is _ORIGINAL_NONRECURSIVE_CODE[0]:
-                result = _call_from_nonrecursive_disable(callback, view, first, extra.frame_state)
-            else:
-                result = callback(view, first, extra.frame_state)
-            del caller
+            result = _call_dynamo(callback, frame, view, first, extra.frame_state)
             strategy = result.frame_exec_strategy
             apply_to_code = bool(result.apply_to_code)
             guarded = result.guarded_code
