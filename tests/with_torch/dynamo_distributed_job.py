@@ -39,15 +39,6 @@ BUCKET_CAP_MB = 1
 WIDTH = 512
 
 
-def fully_shard_function():
-    """FSDP2's fully_shard: torch.distributed.fsdp.fully_shard since torch
-    2.6 (torch.distributed._composable.fsdp before), in every release
-    pyframe.dynamo supports."""
-    from torch.distributed.fsdp import fully_shard
-
-    return fully_shard
-
-
 def compiled_ddp(recorder):
     """torch.compile(DDP(model)), with DDPOptimizer splitting the graph at
     DDP's bucket boundaries."""
@@ -57,7 +48,9 @@ def compiled_ddp(recorder):
 
 
 def ddp_of_compiled(recorder):
-    """DDP(torch.compile(model)): DDP's own hooks outside the compiled code."""
+    """DDP(torch.compile(model)): DDP's hooks outside the compiled code (and
+    DDPOptimizer splits the graph all the same, Dynamo compiling inside DDP's
+    forward)."""
     model = training.MLP(WIDTH)
     return model, DDP(torch.compile(model, backend=recorder), bucket_cap_mb=BUCKET_CAP_MB)
 
@@ -65,7 +58,10 @@ def ddp_of_compiled(recorder):
 def fsdp2(recorder):
     """FSDP2 as torchtitan applies it: each block compiled (fullgraph) and put
     back in its place, then each block sharded, then the root."""
-    fully_shard = fully_shard_function()
+    # Public here in every release pyframe.dynamo supports (it was
+    # torch.distributed._composable.fsdp's before torch 2.6).
+    from torch.distributed.fsdp import fully_shard
+
     model = training.Transformer()
     for i, block in enumerate(model.layers):
         model.layers.register_module(str(i), torch.compile(block, backend=recorder, fullgraph=True))
