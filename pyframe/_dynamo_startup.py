@@ -63,10 +63,15 @@ class _Finder(importlib.abc.MetaPathFinder):
 
 
 def start() -> None:
-    """Called by pyframe-dynamo.pth."""
+    """Called by pyframe-dynamo.pth, maybe more than once: CPython's site
+    module reads a venv's site-packages twice (site.venv(), then
+    site.main()'s addsitepackages) and runs its .pth files each time."""
     if not wanted():
         return
     if _TARGET in sys.modules:
         _install()
-    else:
+    elif not any(isinstance(finder, _Finder) for finder in sys.meta_path):
+        # One finder: it leaves sys.meta_path once torch._dynamo is imported,
+        # and a second would stay, a Python call in every import after it
+        # (each a frame Dynamo is asked about, where its callback is set).
         sys.meta_path.insert(0, _Finder())
