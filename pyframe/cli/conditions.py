@@ -25,7 +25,7 @@ def compile_condition(text: str) -> types.CodeType:
     try:
         return compile(text, "<--where>", "eval", dont_inherit=True)
     except SyntaxError as error:
-        where = f" (at column {error.offset})" if error.offset else ""
+        where = f" at column {error.offset}" if error.offset else ""
         raise UsageError(
             f"--where {text!r} is not a Python expression: {error.msg}{where}"
         ) from None
@@ -50,10 +50,11 @@ class Condition:
         try:
             return bool(eval(self.code, f_globals, f_locals))
         except Exception as error:
-            self._warn_once(code, error)
+            self.warn_once(code, error)
             return False
 
-    def _warn_once(self, code: types.CodeType, error: Exception) -> None:
+    def warn_once(self, code: types.CodeType, error: Exception) -> None:
+        """The first error of each code object, as a warning."""
         with self._lock:
             if code in self._warned:
                 return

@@ -41,6 +41,12 @@ if TYPE_CHECKING:
 
 ShowFrame = Callable[[Seen], Decision]
 
+# What a code object alone decides (LocalsCallback._verdict).
+_SKIP = "skip"  # never shown: pyframe.SKIP
+_KEEP = "keep"  # shown (where --where holds)
+_KEEP_IN_TASK = "keep in task"  # shown, with the name of the task it runs in
+_BY_TASK = "by task"  # shown if the name of the task it runs in passes --match/--exclude
+
 
 class Turns:
     """A lock taken in the order it was asked for: one stop at a time, first come first."""
@@ -61,20 +67,30 @@ class Turns:
                 gate.acquire()
                 self._waiting.append(gate)
         if gate is not None:
-            gate.acquire()  # the thread before hands its turn over by releasing it
+            try:
+                gate.acquire()  # the thread before hands its turn over by releasing it
+            except BaseException:  # KeyboardInterrupt, in the main thread
+                with self._lock:
+                    if gate in self._waiting:
+                        self._waiting.remove(gate)
+                        raise
+                self._hand_on()  # it was handed over meanwhile: pass it on
+                raise
         try:
             yield
         finally:
-            with self._lock:
-                if self._waiting:
-                    self._waiting.popleft().release()
-                else:
-                    self._taken = False
+            self._hand_on()
+
+    def _hand_on(self) -> None:
+        with self._lock:
+            if self._waiting:
+                self._waiting.popleft().release()
+            else:
+                self._taken = False
 
 
 class _PerThread(threading.local):
     attached = False  # this thread has the callback installed
-    busy = False  # this thread is showing a frame: what a command runs is not shown
 
 
 class LocalsCallback:
@@ -103,10 +119,14 @@ class LocalsCallback:
         # One cache in every thread: a SKIP decided in one thread holds in all.
         self.cache = pyframe.Cache()
         self.threads = ThreadHooks(list(threads), self.attach, self._program_ended)
-        self.watcher = Watcher(self._running_frame, resumptions)
+        self.watcher = Watcher(self._running_frame, resumptions, errors)
         self._turns = Turns()
         self._count_lock = threading.Lock()
         self._local = _PerThread()
+        self._verdicts: dict[types.CodeType, object] = {}
+        # What is installed: one bound method, made once (a call through it costs
+        # less than calling the instance, which looks __call__ up each time).
+        self.on_frame = self._on_frame
 
     # ---- installation, in the main thread and in the threads the program starts
 
@@ -116,7 +136,7 @@ class LocalsCallback:
 
     def attach(self, name: str) -> Detach:
         """Install the callback in the current thread; returns what removes it."""
-        pyframe.set_callback(self, cache=self.cache)
+        pyframe.set_callback(self.on_frame, cache=self.cache)
         untrace = self.watcher.attach_thread()
         self._local.attached = True
 
@@ -124,7 +144,7 @@ class LocalsCallback:
             self._local.attached = False
             if untrace is not None:
                 untrace()
-            if pyframe.get_callback() is self:
+            if pyframe.get_callback() is self.on_frame:
                 pyframe.set_callback(None)
 
         return detach
@@ -154,41 +174,61 @@ class LocalsCallback:
 
     # ---- pyframe's callback: a frame about to run its first instruction
 
-    def __call__(self, frame: pyframe.Frame) -> CallbackResult:
+    def _on_frame(self, frame: pyframe.Frame) -> CallbackResult:
         if self.over:
             self._leave_thread()
             return None
         try:
             code = frame.f_code
-            if not self.frame_filter.admits(code):
+            verdict = self._verdicts.get(code)
+            if verdict is None:
+                verdict = self._verdicts[code] = self._verdict(frame)
+            if verdict is _SKIP:
                 return pyframe.SKIP
-            if self._local.busy:
-                return None  # run by a command at a stop
-            flags = code.co_flags
-            if flags & inspect.CO_COROUTINE and self.watcher.watches_coroutine_starts():
-                # Reported at its first run, in the task that runs it.
-                self.watcher.watch(code, kinds_of(frame))
-                return pyframe.SKIP
-            task = current_task_name() if flags & RUNS_IN_TASKS else None
-            if not self.frame_filter.matches(code, task):
-                # Another call may run in a task whose name decides otherwise.
-                return None if flags & RUNS_IN_TASKS and self.frame_filter.by_name else pyframe.SKIP
-            if self.watcher.resumptions and code_kind(code) is not None:
-                self.watcher.watch(code, kinds_of(frame))
-            if self.condition is not None and not self.condition.holds(
-                code, frame.f_globals, frame.f_locals
-            ):
-                return None
+            task = None
+            if verdict is not _KEEP:
+                task = current_task_name()
+                if verdict is _BY_TASK and not self.frame_filter.matches(code, task):
+                    return None
+            condition = self.condition
+            if condition is not None:
+                # Inline, not condition.holds(): this runs at every call of the code.
+                try:
+                    if not eval(condition.code, frame.f_globals, frame.f_locals):
+                        return None
+                except Exception as error:
+                    condition.warn_once(code, error)
+                    return None
             decision = self._show(frame, "call", task)
         except Exception as error:
             self._failed(error)
             return None
         return pyframe.SKIP if decision is Decision.SKIP else None
 
+    def _verdict(self, frame: pyframe.Frame) -> object:
+        """What the code object alone decides, worked out at its first call and kept:
+        code that is not skipped (--where, reports) comes back at every call."""
+        code = frame.f_code
+        if not self.frame_filter.admits(code):
+            return _SKIP
+        flags = code.co_flags
+        if flags & inspect.CO_COROUTINE and self.watcher.watches_coroutine_starts():
+            # Reported at its first run, in the task that runs it.
+            self.watcher.watch(code, kinds_of(frame))
+            return _SKIP
+        if flags & RUNS_IN_TASKS:
+            # A task's name may decide (--match, --exclude), and it labels the frame.
+            verdict = _BY_TASK if self.frame_filter.by_name else _KEEP_IN_TASK
+        else:
+            verdict = _KEEP if self.frame_filter.matches(code) else _SKIP
+        if verdict is not _SKIP and self.watcher.resumptions and code_kind(code) is not None:
+            self.watcher.watch(code, kinds_of(frame))
+        return verdict
+
     # ---- the watcher's events: a frame that has started
 
     def _running_frame(self, frame: types.FrameType, event: Event) -> None:
-        if self.over or not self._local.attached or self._local.busy:
+        if self.over or not self._local.attached:
             return
         try:
             code = frame.f_code
@@ -200,7 +240,15 @@ class LocalsCallback:
                 code, frame.f_globals, view.f_locals
             ):
                 return
-            if self._show(view, event, task) is Decision.SKIP:
+            # Unlike pyframe's callback, this one runs with the thread's frames
+            # intercepted: what a command at the stop runs must not be shown.
+            pyframe.set_callback(None)
+            try:
+                decision = self._show(view, event, task)
+            finally:
+                if not self.over:
+                    pyframe.set_callback(self.on_frame, cache=self.cache)
+            if decision is Decision.SKIP:
                 self.watcher.unwatch(code)
                 pyframe.remember(code, pyframe.SKIP, cache=self.cache)
         except Exception as error:
@@ -217,11 +265,7 @@ class LocalsCallback:
                 number = self.shown
             label = self.threads.label()
             seen = Seen(frame, number, event, label.name, label.ident, self.threads.in_play, task)
-            self._local.busy = True
-            try:
-                decision = self.show(seen)
-            finally:
-                self._local.busy = False
+            decision = self.show(seen)
             if decision is Decision.QUIT or (self.limit is not None and number >= self.limit):
                 # The rest of the program runs without callbacks, in every thread.
                 self._stop()
@@ -243,5 +287,5 @@ class LocalsCallback:
         self.watcher.stop()
 
     def _leave_thread(self) -> None:
-        if pyframe.get_callback() is self:
+        if pyframe.get_callback() is self.on_frame:
             pyframe.set_callback(None)

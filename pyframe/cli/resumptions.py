@@ -29,9 +29,10 @@ import sys
 import threading
 import types
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import IO, Any
 
 import pyframe
+from pyframe.cli.errors import write_quietly
 from pyframe.cli.seen import Event, code_kind
 
 # PEP 669 (CPython 3.12): sys.monitoring, with events for chosen code objects only.
@@ -114,20 +115,22 @@ def kinds_of(frame: pyframe.Frame) -> Kinds:
 class Watcher:
     """Reports the starts and resumptions of the code objects it watches to `handler`."""
 
-    def __init__(self, handler: Handler, resumptions: bool) -> None:
+    def __init__(self, handler: Handler, resumptions: bool, errors: IO[str]) -> None:
         self.handler = handler
         self.resumptions = resumptions
+        self.errors = errors
         self._kinds: dict[types.CodeType, Kinds] = {}
         self._lock = threading.Lock()
         self._tool: int | None = None
+        self._no_tool = not HAS_MONITORING  # 3.11, or the tool ids were taken
         self._stopped = False
-        # On 3.12+, coroutines are reported at their first run (when a tool id is free).
-        self.coroutine_starts = HAS_MONITORING and self._take_tool()
 
     # ---- what is watched
 
     def watches_coroutine_starts(self) -> bool:
-        return self.coroutine_starts and not self._stopped
+        """3.12+: coroutines are reported at their first run (when a tool id is free)."""
+        with self._lock:
+            return not self._stopped and self._has_tool()
 
     def watch(self, code: types.CodeType, kinds: Kinds) -> None:
         """Report `code`'s first runs (a coroutine, on 3.12+) or, with
@@ -136,7 +139,7 @@ class Watcher:
             if self._stopped or code in self._kinds:
                 return
             self._kinds[code] = kinds
-            if self._tool is not None:
+            if self._has_tool():
                 _monitoring.set_local_events(self._tool, code, self._events_for(code))
 
     def unwatch(self, code: types.CodeType) -> None:
@@ -155,16 +158,24 @@ class Watcher:
 
     # ---- 3.12+: sys.monitoring
 
-    def _take_tool(self) -> bool:
+    def _has_tool(self) -> bool:
+        """Takes a sys.monitoring tool id the first time one is needed (with the lock)."""
+        if self._tool is not None or self._no_tool:
+            return self._tool is not None
         monitoring = _monitoring
         for tool in _TOOL_IDS:
             if monitoring.get_tool(tool) is None:
                 monitoring.use_tool_id(tool, _TOOL_NAME)
+                monitoring.register_callback(tool, monitoring.events.PY_START, self._on_start)
+                monitoring.register_callback(tool, monitoring.events.PY_RESUME, self._on_resume)
                 self._tool = tool
-                events = monitoring.events
-                monitoring.register_callback(tool, events.PY_START, self._on_start)
-                monitoring.register_callback(tool, events.PY_RESUME, self._on_resume)
                 return True
+        self._no_tool = True
+        write_quietly(
+            self.errors,
+            "pyframe: warning: sys.monitoring's tool ids 3 and 4 are both taken: coroutines "
+            "are reported when they are created, and resumptions are not reported\n",
+        )
         return False
 
     def _on_start(self, code: types.CodeType, offset: int) -> object:

@@ -205,10 +205,19 @@ class _InThread:
         self.hooks, self.function, self.args, self.kwargs = hooks, function, args, kwargs
 
     def __call__(self) -> None:
-        # Not joined at exit, as a daemon thread is not.
-        self.hooks._run_attached(
-            _THREAD_MODULE_NAME, lambda: self.function(*self.args, **self.kwargs), daemon=True
-        )
+        try:
+            # Not joined at exit, as a daemon thread is not.
+            self.hooks._run_attached(
+                _THREAD_MODULE_NAME, lambda: self.function(*self.args, **self.kwargs), daemon=True
+            )
+        except BaseException as error:
+            # _thread prints the traceback of what the function raised: from the
+            # function's own frame, as without pyframe.  A bare raise adds no frame.
+            traceback = error.__traceback__
+            while traceback is not None and traceback.tb_frame.f_code.co_filename == __file__:
+                traceback = traceback.tb_next
+            error.__traceback__ = traceback
+            raise
 
     def __repr__(self) -> str:
         return repr(self.function)

@@ -14,6 +14,7 @@ import pyframe
 
 daemon_let_go = threading.Event()
 raw_done = threading.Event()
+raw_failed = threading.Event()
 
 
 def tick(i):
@@ -43,6 +44,16 @@ def raw(x):
     raw_done.set()
 
 
+def raw_failing():
+    raise KeyError("boom in a _thread thread")
+
+
+def unraisable(args):
+    # What _thread does with raw_failing's error, then tell the main thread it is out.
+    sys.__unraisablehook__(args)
+    raw_failed.set()
+
+
 def at_exit():
     # Runs after the program's code and its non-daemon threads are over.
     print("daemon let go", daemon_let_go.wait(60))
@@ -52,6 +63,9 @@ def at_exit():
 atexit.register(at_exit)
 _thread.start_new_thread(raw, (41,))
 raw_done.wait(60)
+sys.unraisablehook = unraisable
+_thread.start_new_thread(raw_failing, ())
+raw_failed.wait(60)
 for target in (failing, leaving):
     thread = threading.Thread(target=target, name=target.__name__)
     thread.start()
