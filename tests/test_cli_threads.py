@@ -253,6 +253,15 @@ def test_stops_in_several_threads_take_turns() -> None:
         assert HEADER.match(lines[start])["thread"] == frame["thread"]
 
 
+def test_quit_in_one_thread_lets_every_thread_go() -> None:
+    # The stops queued behind the first one are not shown: q ends the asking everywhere.
+    result = pyframe_cli("locals", "-i", "--match", "^step$", "thread_stops.py", stdin="q\n")
+    assert result.returncode == 0
+    assert "results [0, 10, 20]\n" in result.stdout
+    assert len(frames(result.stderr)) == 1
+    assert result.stderr.count("(pyframe: stepper-") == 1
+
+
 class Piped:
     """A program with its stdin, stdout and stderr on pipes, read with timeouts."""
 
@@ -357,6 +366,27 @@ def test_os_exit_in_a_thread() -> None:
     result = pyframe_cli("locals", "--match", "tick", "thread_ends.py", "--os-exit")
     assert plain.returncode == result.returncode == 3
     assert result.stdout == plain.stdout
+
+
+def test_threads_a_package_starts_before_the_program(tmp_path: Path) -> None:
+    # `-m package.module` imports the package first: its threads are the program's too.
+    package = tmp_path / "threadpkg"
+    package.mkdir()
+    (package / "__init__.py").write_text(
+        "import threading\n\n\n"
+        "def warm(level):\n"
+        "    return level + 1\n\n\n"
+        "thread = threading.Thread(target=warm, args=(1,), name='warmer')\n"
+        "thread.start()\n"
+        "thread.join()\n"
+    )
+    (package / "tool.py").write_text("print('tool ran')\n")
+    result = pyframe_cli("locals", "--match", "warm", "-m", "threadpkg.tool", cwd=tmp_path)
+    assert result.returncode == 0
+    assert result.stdout == "tool ran\n"
+    (frame,) = frames(result.stderr)
+    assert (frame["qualname"], frame["thread"]) == ("warm", "warmer")
+    assert slot_rows(result.stderr, "warm") == [["0", "level", "local", "1"]]
 
 
 def test_threads_started_before_pyframe_are_named(tmp_path: Path) -> None:
