@@ -129,11 +129,11 @@ With -i, the program stops at each matching frame and reads commands (h lists
 them): inspect with p, change an argument with set before the frame runs, see
 the call stack with w, and c, s or q to go on.  A stop holds only its own
 thread; stops in several threads wait their turn, and the prompt names the
-thread.  Commands are read from stdin,
-which the program shares: on a terminal you type both, and with piped input
-the lines are taken in the order the two read them.  End of input lets the
-program run to its end.  --tty reads commands from the terminal instead,
-leaving stdin to the program (e.g. for piped data).
+thread.  Commands are read from stdin, which the program shares: on a
+terminal you type both, and with piped input the lines are taken in the order
+the two read them.  End of input lets the program run to its end.  --tty
+reads commands from the terminal instead, leaving stdin to the program (e.g.
+for piped data).
 """
 
 RUN_DESCRIPTION = """\
@@ -182,8 +182,8 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
         default=[],
         type=_regex,
         metavar="REGEX",
-        help="only frames whose qualified name or file name matches REGEX "
-        "(re.search; repeat for any of several)",
+        help="only frames whose qualified name or file name (or a coroutine's task "
+        "name) matches REGEX (re.search; repeat for any of several)",
     )
     locals_parser.add_argument(
         "--exclude",
@@ -191,7 +191,8 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
         default=[],
         type=_regex,
         metavar="REGEX",
-        help="leave out frames whose qualified name or file name matches REGEX (repeatable)",
+        help="leave out frames whose qualified name or file name (or a coroutine's task "
+        "name) matches REGEX (repeatable)",
     )
     locals_parser.add_argument(
         "--where",
@@ -241,8 +242,9 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
         "--json",
         action="store_true",
         help='one JSON object per frame per line: {"frame", "qualname", "file", "line", '
-        '"generator", "slots": [{"index", "name", "kind", "value"}]}, values as repr '
-        "strings, null when unbound",
+        '"generator", "event" (call, start, resume), "task", "thread", "thread_id", '
+        '"slots": [{"index", "name", "kind", "value"}]}, values as repr strings, null '
+        "when unbound",
     )
     locals_parser.add_argument(
         "--output",
