@@ -207,6 +207,9 @@ def test_locals_help_documents_every_option() -> None:
     text = " ".join(result.stdout.split())
     for option in ("-i", "--tty", "--match", "--exclude", "--max", "--skip-stdlib", "--all"):
         assert option in text
+    for option in ("--where EXPR", "--thread REGEX", "--resumptions"):
+        assert option in text
+    assert "Every thread the program starts is seen" in text
     for option in ("--json", "--output", "-m module [args...]", "script.py [args...]"):
         assert option in text
     assert "report goes to stderr" in text

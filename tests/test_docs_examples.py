@@ -12,8 +12,10 @@ on every CPython the tox matrix runs, so the documentation cannot go stale:
   page's working directory, `python` and `pyframe` being this interpreter's,
   and its output (stdout and stderr) must be the lines that follow it.  The
   working directory is shown as /home/me/shop.  Where a `locals -i` command
-  has no input of its own, the commands typed at its `(pyframe) ` prompts are
-  its input.
+  has no input of its own, the commands typed at its `(pyframe) ` prompts
+  (`(pyframe: THREAD) ` in a threaded program) are its input.  Thread ids
+  (`thread "NAME" ID` in a report, `"thread_id": ID` in JSON) differ between
+  runs: any ID matches the one shown.
 
 The python, pycon blocks and the files of a page share one namespace, as a
 reader's session would.  A MyST comment line right before a block,
@@ -167,16 +169,26 @@ def sessions(text: str) -> list[tuple[str, list[str]]]:
     return result
 
 
+# `(pyframe) `, or `(pyframe: Thread-2 (worker)) ` once the program has started threads.
+_PROMPT = re.compile(r"\(pyframe(?:: .*?)?\) ")
+_THREAD_ID = re.compile(r'(thread "(?:[^"\\]|\\.)*" |"thread_id": )\d+')
+
+
+def _any_thread_id(lines: list[str]) -> list[str]:
+    return [_THREAD_ID.sub(r"\1<thread id>", line) for line in lines]
+
+
 def run_console(block: Block, workdir: Path) -> None:
     python = os.path.basename(sys.executable)
     for command, expected in sessions(block.text):
         typed = None
         if re.search(r"\blocals\b.* -i\b", command) and not re.search(r"\s\|\s", command):
             # What a user typed at the prompts of a terminal session.
+            prompts = [_PROMPT.match(line) for line in expected]
             typed = "".join(
-                line[len("(pyframe) ") :] + "\n"
-                for line in expected
-                if line.startswith("(pyframe) ") and line != "(pyframe) "
+                line[prompt.end() :] + "\n"
+                for line, prompt in zip(expected, prompts, strict=True)
+                if prompt is not None and line != prompt.group()
             )
         # `python` is this interpreter, whatever its name.
         shell_command = re.sub(r"(?<![\w/.-])python(?= )", python, command)
@@ -190,6 +202,7 @@ def run_console(block: Block, workdir: Path) -> None:
             env=_shell_env(),
         )
         got = done.stdout.replace(str(workdir), SHOWN_DIR).splitlines()
+        got, expected = _any_thread_id(got), _any_thread_id(expected)
         if got != expected:
             diff = "\n".join(
                 f"{'  ' if a == b else '! '}{b!r:60}  (got {a!r})"

@@ -15,11 +15,13 @@ import os
 import re
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import NoReturn, TextIO
 
 import pyframe
+from pyframe.cli.conditions import Condition, compile_condition
 from pyframe.cli.errors import UsageError, write_quietly
-from pyframe.cli.filters import FrameFilter, LocalsCallback
+from pyframe.cli.filters import FrameFilter
+from pyframe.cli.locals_callback import LocalsCallback, ShowFrame
 from pyframe.cli.program import load_program, report_uncaught, run_program
 from pyframe.cli.reports import Report
 from pyframe.cli.user_callback import load_callback
@@ -49,6 +51,14 @@ def _regex(text: str) -> re.Pattern[str]:
         raise argparse.ArgumentTypeError(
             f"{text!r} is not a valid regular expression: {error}"
         ) from None
+
+
+def _condition(text: str) -> str:
+    try:
+        compile_condition(text)
+    except UsageError as error:
+        raise argparse.ArgumentTypeError(str(error).removeprefix("--where ")) from None
+    return text
 
 
 def _positive_int(text: str) -> int:
@@ -91,6 +101,8 @@ EXAMPLES = """\
 examples:
   {prog} locals myscript.py --verbose
   {prog} locals --match '^parse' --max 5 -m mypackage.tool
+  {prog} locals --match handle_user --where 'n > 30' server.py
+  {prog} locals --thread '^Worker' -i server.py
   {prog} locals --json --output frames.jsonl myscript.py
   {prog} locals -i myscript.py
   {prog} run --callback mycallbacks:on_frame myscript.py
@@ -103,18 +115,25 @@ the frame starts: index, name, kind (local, cell, local+cell, free, hidden) and
 a short repr of the value (<unbound> where the slot is empty).
 
 The report goes to stderr, so the program's stdout stays clean; use --output to
-send it to a file.  Only the main thread's frames are seen.  By default, frames
-of the standard library, of installed packages (site-packages), of <frozen> and
-other <...> code, and of pyframe itself are skipped, at no cost after their
-first call.
+send it to a file.  By default, frames of the standard library, of installed
+packages (site-packages), of <frozen> and other <...> code, and of pyframe
+itself are skipped, at no cost after their first call.
+
+Every thread the program starts is seen (threading, concurrent.futures pools,
+_thread); once it has started one, each frame says its thread's name and id.
+A coroutine is reported once, when it starts running (CPython 3.12+; when it
+is created on 3.11), with the name of its asyncio task; generators when they
+are created, and with --resumptions at every later run too.
 
 With -i, the program stops at each matching frame and reads commands (h lists
 them): inspect with p, change an argument with set before the frame runs, see
-the call stack with w, and c, s or q to go on.  Commands are read from stdin,
-which the program shares: on a terminal you type both, and with piped input
-the lines are taken in the order the two read them.  End of input lets the
-program run to its end.  --tty reads commands from the terminal instead,
-leaving stdin to the program (e.g. for piped data).
+the call stack with w, and c, s or q to go on.  A stop holds only its own
+thread; stops in several threads wait their turn, and the prompt names the
+thread.  Commands are read from stdin, which the program shares: on a
+terminal you type both, and with piped input the lines are taken in the order
+the two read them.  End of input lets the program run to its end.  --tty
+reads commands from the terminal instead, leaving stdin to the program (e.g.
+for piped data).
 """
 
 RUN_DESCRIPTION = """\
@@ -163,8 +182,8 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
         default=[],
         type=_regex,
         metavar="REGEX",
-        help="only frames whose qualified name or file name matches REGEX "
-        "(re.search; repeat for any of several)",
+        help="only frames whose qualified name or file name (or a coroutine's task "
+        "name) matches REGEX (re.search; repeat for any of several)",
     )
     locals_parser.add_argument(
         "--exclude",
@@ -172,7 +191,31 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
         default=[],
         type=_regex,
         metavar="REGEX",
-        help="leave out frames whose qualified name or file name matches REGEX (repeatable)",
+        help="leave out frames whose qualified name or file name (or a coroutine's task "
+        "name) matches REGEX (repeatable)",
+    )
+    locals_parser.add_argument(
+        "--where",
+        type=_condition,
+        metavar="EXPR",
+        help="only frames where the Python expression EXPR is true, evaluated over the "
+        "frame's entry locals, then its globals and builtins (e.g. 'n > 30'); a frame "
+        "where it raises is left out, with a warning once per function",
+    )
+    locals_parser.add_argument(
+        "--thread",
+        action="append",
+        default=[],
+        type=_regex,
+        metavar="REGEX",
+        help="only threads whose name (as the thread starts; the main thread is "
+        "MainThread) matches REGEX (repeatable); the others run without pyframe",
+    )
+    locals_parser.add_argument(
+        "--resumptions",
+        action="store_true",
+        help="also report generators, coroutines and async generators each time they "
+        "resume (on CPython 3.11 this traces every call: about 8x slower)",
     )
     locals_parser.add_argument(
         "--max",
@@ -199,8 +242,9 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
         "--json",
         action="store_true",
         help='one JSON object per frame per line: {"frame", "qualname", "file", "line", '
-        '"generator", "slots": [{"index", "name", "kind", "value"}]}, values as repr '
-        "strings, null when unbound",
+        '"generator", "event" (call, start, resume), "task", "thread", "thread_id", '
+        '"slots": [{"index", "name", "kind", "value"}]}, values as repr strings, null '
+        "when unbound",
     )
     locals_parser.add_argument(
         "--output",
@@ -246,37 +290,79 @@ def command_locals(args: argparse.Namespace) -> int:
         raise UsageError("-i talks to the terminal: it does not go with --json or --output")
     if args.tty and not args.interactive:
         raise UsageError("--tty is for -i (it reads the interactive commands from /dev/tty)")
-    program = load_program(*_program_target(args))
-    frame_filter = FrameFilter(args.match, args.exclude, args.skip_library)
+    show: ShowFrame
+    stream: TextIO | None = None
     if args.interactive:
         # Imported only for -i: before 3.14 cmd imports string, whose frames --all would then miss.
         from pyframe.cli.console import Session
 
         session = Session.on_tty() if args.tty else Session.on_stdin()
-        return run_program(program, LocalsCallback(frame_filter, session, args.max, session.stdout))
-    if args.output is None:
-        report = Report(sys.stderr, args.json)
-        return run_program(program, LocalsCallback(frame_filter, report, args.max, sys.stderr))
-    try:
-        # Line-buffered, so the report survives a program that ends with os._exit().
-        stream = open(args.output, "w", encoding="utf-8", errors="backslashreplace", buffering=1)
-    except OSError as error:
-        raise UsageError(f"--output: cannot write {args.output!r}: {error.strerror}") from None
-    try:
-        report = Report(stream, args.json)
-        return run_program(program, LocalsCallback(frame_filter, report, args.max, sys.stderr))
-    finally:
+        show, errors = session, session.stdout
+    elif args.output is None:
+        show, errors = Report(sys.stderr, args.json), sys.stderr
+    else:
         try:
-            stream.close()
-        except OSError as error:  # the program's exit status matters more
-            write_quietly(sys.stderr, f"pyframe: --output {args.output!r}: {error}\n")
+            # Line-buffered, so the report survives a program that ends with os._exit().
+            stream = open(
+                args.output, "w", encoding="utf-8", errors="backslashreplace", buffering=1
+            )
+        except OSError as error:
+            raise UsageError(f"--output: cannot write {args.output!r}: {error.strerror}") from None
+        show, errors = Report(stream, args.json), sys.stderr
+    condition = Condition(args.where, errors) if args.where is not None else None
+
+    def end() -> None:
+        # The program is over: its main code and every non-daemon thread it started.
+        if SPECIALIZATION_MODE:
+            pyframe.set_specialization(False)
+        if stream is not None:
+            _close_output(stream, args.output)
+
+    callback = LocalsCallback(
+        FrameFilter(args.match, args.exclude, args.skip_library),
+        condition,
+        show,
+        args.max,
+        errors,
+        threads=args.thread,
+        resumptions=args.resumptions,
+        on_end=end,
+    )
+    # Before the program is loaded: `-m package.module` imports the package, which may
+    # start threads.  The specialization mode makes what the filter skips cost nothing.
+    callback.start()
+    if SPECIALIZATION_MODE:
+        pyframe.set_specialization(True)
+    try:
+        program = load_program(*_program_target(args))
+    except BaseException:
+        callback.end_now()
+        raise
+    if callback.threads.threads_before():
+        names = ", ".join(callback.threads.threads_before())
+        write_quietly(
+            errors,
+            f"pyframe: note: threads started before pyframe are not seen: {names}\n",
+        )
+    return run_program(program, callback.main_thread(), callback.program_done)
+
+
+# The specialization mode (docs/specialization.md) needs CPython 3.12+.
+SPECIALIZATION_MODE = sys.version_info >= (3, 12)
+
+
+def _close_output(stream: TextIO, name: str) -> None:
+    try:
+        stream.close()
+    except OSError as error:  # the program's exit status matters more
+        write_quietly(sys.stderr, f"pyframe: --output {name!r}: {error}\n")
 
 
 def command_run(args: argparse.Namespace) -> int:
     # Before the program's directory replaces the current one as sys.path[0].
     callback = load_callback(args.callback)
     program = load_program(*_program_target(args))
-    return run_program(program, callback)
+    return run_program(program, pyframe.callback(callback))
 
 
 def main(argv: Sequence[str] | None = None, prog: str = PROG) -> int:

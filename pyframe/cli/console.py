@@ -4,19 +4,23 @@ Session is a cmd.Cmd, as pdb is: Cmd writes the prompt, reads a line and
 dispatches `p name` to do_p("name").  Commands are read from stdin and the
 session is written to stderr, or both go to the terminal with --tty; where
 stdin and stdout are a terminal, input() edits the lines (readline).
+
+A stop holds only the thread it is in; stops in several threads come here
+one at a time (LocalsCallback takes turns), and once the program has started
+threads, the prompt names the thread of the stop: `(pyframe: Thread-2) `.
 """
 
 from __future__ import annotations
 
 import cmd
+import os
 import re
 import sys
 from typing import TextIO, cast
 
-import pyframe
 from pyframe.cli.errors import UsageError
 from pyframe.cli.filters import Decision
-from pyframe.cli.program import LAUNCHER
+from pyframe.cli.program import CLI_DIR, LAUNCHER
 from pyframe.cli.reports import (
     display_path,
     flush_program_output,
@@ -24,6 +28,7 @@ from pyframe.cli.reports import (
     safe_repr,
     short_repr,
 )
+from pyframe.cli.seen import FrameView, Seen
 
 PROMPT = "(pyframe) "
 
@@ -70,7 +75,8 @@ class Session(cmd.Cmd):
     """Shows each frame `locals -i` stops at, then runs commands until one lets it run."""
 
     prompt = PROMPT
-    frame: pyframe.Frame  # the frame stopped at, while the session runs
+    seen: Seen  # the stop, while the session runs
+    frame: FrameView  # its frame
 
     def __init__(self, reader: TextIO, writer: TextIO, line_editing: bool, echo: bool) -> None:
         commands = _CommandLines(reader, writer, echo)
@@ -80,7 +86,6 @@ class Session(cmd.Cmd):
         self.terminal = reader, sys.stdout  # sys.stdin and sys.stdout while input() reads
         self.program_streams: tuple[TextIO, TextIO] | None = None  # theirs, meanwhile
         self.reading = False
-        self.number = 0
         self.decision = Decision.RUN
 
     @classmethod
@@ -106,11 +111,12 @@ class Session(cmd.Cmd):
             ) from None
         return cls(reader, writer, line_editing=False, echo=False)
 
-    def __call__(self, frame: pyframe.Frame, number: int) -> Decision:
+    def __call__(self, seen: Seen) -> Decision:
         flush_program_output()
-        self.frame, self.number = frame, number
+        self.seen, self.frame = seen, seen.frame
+        self.prompt = f"(pyframe: {seen.thread_name}) " if seen.show_thread else PROMPT
         try:
-            self.write(format_frame(frame, number))
+            self.write(format_frame(seen))
             while True:
                 try:
                     self.cmdloop()
@@ -122,7 +128,7 @@ class Session(cmd.Cmd):
                     self.write("\n--KeyboardInterrupt-- (q lets the program finish)\n")
         finally:
             self.stop_reading()
-            del self.frame
+            del self.frame, self.seen
 
     # ---- Cmd's hooks: around reading each line, and taking it apart
 
@@ -211,24 +217,28 @@ class Session(cmd.Cmd):
         return False
 
     def do_table(self, arg: str) -> bool:
-        self.write(format_frame(self.frame, self.number))
+        self.write(format_frame(self.seen))
         return False
 
     def do_where(self, arg: str) -> bool:
         callers = []
         caller = self.frame.f_back
         while caller is not None and caller.f_code is not LAUNCHER:
-            callers.append(caller)
+            # pyframe's own frames (a thread's start, sys.monitoring's handler) are left out.
+            if os.path.dirname(caller.f_code.co_filename) != CLI_DIR:
+                callers.append(caller)
             caller = caller.f_back
         lines = [
             f"  {c.f_code.co_qualname}  {display_path(c.f_code.co_filename)}:{c.f_lineno}"
             for c in reversed(callers)
         ]
         code = self.frame.f_code
-        lines.append(
-            f"> {code.co_qualname}  {display_path(code.co_filename)}:{code.co_firstlineno}"
-            "  (about to run)"
-        )
+        if self.seen.event == "call":
+            line, state = code.co_firstlineno, "about to run"
+        else:  # a frame that has run before stands at the line it goes on from
+            line = self.frame.f_lineno or code.co_firstlineno
+            state = "starting" if self.seen.event == "start" else "resuming"
+        lines.append(f"> {code.co_qualname}  {display_path(code.co_filename)}:{line}  ({state})")
         self.write("\n".join(lines) + "\n")
         return False
 

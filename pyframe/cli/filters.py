@@ -1,9 +1,11 @@
-"""Which frames `locals` reports, and the callback that applies the choice.
+"""Which frames `locals` reports, by their code: names, files and the library.
 
 FrameFilter decides from a code object alone (--match, --exclude, the
 library directories, pyframe's own files), so a "no" becomes pyframe.SKIP
-and costs nothing after a code object's first call.  LocalsCallback hands the
-frames it keeps to a report or to the interactive session, and stops at --max.
+and costs nothing after a code object's first call (no-hook speed in the
+specialization mode).  The one exception: --match and --exclude also look
+at the asyncio task a coroutine runs in, which is known only when it runs.
+Decision is what the interactive session decides at a stop.
 """
 
 from __future__ import annotations
@@ -14,14 +16,9 @@ import re
 import site
 import sysconfig
 import types
-from collections.abc import Callable, Sequence
-from typing import IO, TYPE_CHECKING
+from collections.abc import Sequence
 
 import pyframe
-from pyframe.cli.errors import describe_exception, write_quietly
-
-if TYPE_CHECKING:
-    from pyframe._cframe import CallbackResult  # from the stub
 
 
 def _dir_prefixes(paths: Sequence[str]) -> tuple[str, ...]:
@@ -59,6 +56,11 @@ class FrameFilter:
         self.library = library_prefixes() if skip_library else ()
 
     def wants(self, code: types.CodeType) -> bool:
+        """The whole decision, for code that runs in no task."""
+        return self.admits(code) and self.matches(code)
+
+    def admits(self, code: types.CodeType) -> bool:
+        """Not library code, not pyframe's, not excluded by its names."""
         filename = code.co_filename
         if filename.startswith("<"):
             # Frozen modules and code made by exec/eval (dataclass and namedtuple
@@ -71,50 +73,30 @@ class FrameFilter:
                 return False  # pyframe's own frames are never the user's interest
             if absolute.startswith(self.library):
                 return False
-        qualname = code.co_qualname
-        if self.match and not any(p.search(qualname) or p.search(filename) for p in self.match):
+        names = (code.co_qualname, filename)
+        return not any(p.search(name) for p in self.exclude for name in names)
+
+    def matches(self, code: types.CodeType, task: str | None = None) -> bool:
+        """--match takes the qualified name, the file name or the task's name;
+        --exclude also leaves out a task's frames by the task's name."""
+        if task is not None and any(p.search(task) for p in self.exclude):
             return False
-        return not any(p.search(qualname) or p.search(filename) for p in self.exclude)
+        if not self.match:
+            return True
+        names = (
+            (code.co_qualname, code.co_filename)
+            if task is None
+            else (code.co_qualname, code.co_filename, task)
+        )
+        return any(p.search(name) for p in self.match for name in names)
+
+    @property
+    def by_name(self) -> bool:
+        """--match or --exclude was given: a task's name may decide."""
+        return bool(self.match or self.exclude)
 
 
 class Decision(enum.Enum):
     RUN = "run"  # run the frame; stop at its function again next time
     SKIP = "skip"  # run it; never stop at its function again
     QUIT = "quit"  # run it and the rest of the program without stopping
-
-
-ShowFrame = Callable[[pyframe.Frame, int], Decision]
-
-
-class LocalsCallback:
-    """The pyframe callback of `locals`: filters frames and shows the rest."""
-
-    def __init__(
-        self, frame_filter: FrameFilter, show: ShowFrame, limit: int | None, errors: IO[str]
-    ) -> None:
-        self.frame_filter = frame_filter
-        self.show = show
-        self.limit = limit
-        self.errors = errors
-        self.shown = 0
-
-    def __call__(self, frame: pyframe.Frame) -> CallbackResult:
-        try:
-            if not self.frame_filter.wants(frame.f_code):
-                return pyframe.SKIP
-            self.shown += 1
-            decision = self.show(frame, self.shown)
-        except Exception as error:
-            # A failing report (closed stream, full disk) must not fail the program.
-            self._stop()
-            write_quietly(self.errors, f"pyframe: report stopped: {describe_exception(error)}\n")
-            return None
-        if decision is Decision.QUIT or (self.limit is not None and self.shown >= self.limit):
-            # Uninstalling is cheaper than answering SKIP for every code object left.
-            self._stop()
-            return None
-        return pyframe.SKIP if decision is Decision.SKIP else None
-
-    def _stop(self) -> None:
-        if pyframe.get_callback() is self:
-            pyframe.set_callback(None)

@@ -16,14 +16,11 @@ import os
 import sys
 import types
 import zipfile
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-import pyframe
 from pyframe.cli.errors import UsageError, describe_exception
-
-if TYPE_CHECKING:
-    from pyframe._cframe import Callback  # the protocol, from the stub
 
 
 @dataclass
@@ -127,8 +124,14 @@ def _spec_program(
     return Program(code, namespace, argv, path0)
 
 
-def run_program(program: Program, callback: Callback) -> int:
-    """Run the program with `callback` installed; return its exit status.
+def run_program(
+    program: Program,
+    installed: AbstractContextManager[object],
+    done: Callable[[], None] | None = None,
+) -> int:
+    """Run the program inside `installed` (pyframe.callback(...), say); return
+    its exit status.  `done` is called once the program's code is over,
+    however it ended.
 
     SystemExit passes through untouched, so Python itself turns it into the
     exit status (and prints a non-integer code) as it would without pyframe.
@@ -141,7 +144,7 @@ def run_program(program: Program, callback: Callback) -> int:
     if program.path0 is not None and not sys.flags.safe_path:
         sys.path[:1] = [program.path0]
     try:
-        _run_code(program.code, main_module.__dict__, callback)
+        _run_code(program.code, main_module.__dict__, installed)
     except SystemExit:
         raise
     except KeyboardInterrupt as error:
@@ -150,18 +153,23 @@ def run_program(program: Program, callback: Callback) -> int:
     except BaseException as error:
         report_uncaught(error)
         return 1
+    finally:
+        if done is not None:
+            done()
     return 0
 
 
-def _run_code(code: types.CodeType, namespace: dict[str, object], callback: Callback) -> None:
+def _run_code(
+    code: types.CodeType, namespace: dict[str, object], installed: AbstractContextManager[object]
+) -> None:
     # exec is C: the first frame the callback sees is the program's own.
-    with pyframe.callback(callback):
+    with installed:
         exec(code, namespace)
 
 
 LAUNCHER = _run_code.__code__  # `w` stops walking the stack here
 # The command line's own frames, which a traceback of the program leaves out.
-_CLI_DIR = os.path.dirname(LAUNCHER.co_filename)
+CLI_DIR = os.path.dirname(LAUNCHER.co_filename)
 
 
 def report_uncaught(error: BaseException) -> None:
@@ -169,7 +177,7 @@ def report_uncaught(error: BaseException) -> None:
     traceback = error.__traceback__
     # Python's traceback starts at the program's first frame: drop ours.
     while (
-        traceback is not None and os.path.dirname(traceback.tb_frame.f_code.co_filename) == _CLI_DIR
+        traceback is not None and os.path.dirname(traceback.tb_frame.f_code.co_filename) == CLI_DIR
     ):
         traceback = traceback.tb_next
     error.__traceback__ = traceback

@@ -2,7 +2,9 @@
 
 format_frame() is the table (also what `locals -i` shows at each stop) and
 frame_json() the JSON record; short_repr() cuts any value's repr to one line
-and never raises, whatever the value's __repr__ does.
+and never raises, whatever the value's __repr__ does.  A frame's header says
+what kind of function it is, whether it is resuming, the asyncio task it runs
+in, and, once the program has started threads, its thread's name and id.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import TextIO
 
 import pyframe
 from pyframe.cli.filters import Decision
+from pyframe.cli.seen import FrameView, Seen, code_kind
 
 VALUE_WIDTH = 70  # longest value repr in a slot table; longer ones are cut with "..."
 
@@ -63,7 +66,7 @@ class Slot:
     value: str | None  # short repr; None when the slot is empty
 
 
-def frame_slots(frame: pyframe.Frame) -> list[Slot]:
+def frame_slots(frame: FrameView) -> list[Slot]:
     return [
         Slot(index, name, kind, None if value is pyframe.UNBOUND else short_repr(value))
         for index, (name, kind, value) in enumerate(frame.localsplus)
@@ -79,14 +82,29 @@ def display_path(filename: str) -> str:
     return filename[len(_START_DIR) :] if filename.startswith(_START_DIR) else filename
 
 
-def format_frame(frame: pyframe.Frame, number: int) -> str:
-    code = frame.f_code
-    header = (
-        f"[{number}] {code.co_qualname}  {display_path(code.co_filename)}:{code.co_firstlineno}"
-    )
-    if frame.is_generator:
-        header += "  (generator)"
-    slots = frame_slots(frame)
+def frame_header(seen: Seen) -> str:
+    """'[n] qualname  file:line', then what and where it runs."""
+    code = seen.code
+    header = f"[{seen.number}] {code.co_qualname}  {display_path(code.co_filename)}:"
+    header += str(code.co_firstlineno)
+    kind = code_kind(code)
+    if kind is not None:
+        header += f"  ({kind}, resumed)" if seen.event == "resume" else f"  ({kind})"
+    if seen.task is not None:
+        header += f"  task {_quoted(seen.task)}"
+    if seen.show_thread:
+        header += f"  thread {_quoted(seen.thread_name)} {seen.thread_id}"
+    return header
+
+
+def _quoted(name: str) -> str:
+    # Names may hold spaces ("Thread-3 (process_request_thread)"): quote them.
+    return '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def format_frame(seen: Seen) -> str:
+    header = frame_header(seen)
+    slots = frame_slots(seen.frame)
     if not slots:
         return f"{header}\n    (no slots)\n"
     index_width = len(str(slots[-1].index))
@@ -105,17 +123,21 @@ def format_frame(frame: pyframe.Frame, number: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def frame_json(frame: pyframe.Frame, number: int) -> str:
-    code = frame.f_code
+def frame_json(seen: Seen) -> str:
+    code = seen.code
     record = {
-        "frame": number,
+        "frame": seen.number,
         "qualname": code.co_qualname,
         "file": code.co_filename,
         "line": code.co_firstlineno,
-        "generator": frame.is_generator,
+        "generator": code_kind(code) is not None,
+        "event": seen.event,
+        "task": seen.task,
+        "thread": seen.thread_name,
+        "thread_id": seen.thread_id,
         "slots": [
             {"index": slot.index, "name": slot.name, "kind": slot.kind, "value": slot.value}
-            for slot in frame_slots(frame)
+            for slot in frame_slots(seen.frame)
         ],
     }
     # ASCII only: the line stays valid JSON whatever the stream's encoding does.
@@ -129,9 +151,9 @@ class Report:
         self.stream = stream
         self.format = frame_json if as_json else format_frame
 
-    def __call__(self, frame: pyframe.Frame, number: int) -> Decision:
+    def __call__(self, seen: Seen) -> Decision:
         flush_program_output()
-        self.stream.write(self.format(frame, number))
+        self.stream.write(self.format(seen))
         self.stream.flush()
         return Decision.RUN
 
