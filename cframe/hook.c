@@ -291,9 +291,6 @@ pyframe_thread_replace(PyObject *callback, PyObject *cache, pyframe_owner *owner
     if (!installing) {
         Py_CLEAR(thread->spare_locals);
     }
-    if (owner != old_owner && aside_listener != NULL) {
-        aside_listener->owner_changed();
-    }
     /* Released last: either may be the last reference to a finalizer. */
     Py_XDECREF(old_callback);
     Py_XDECREF(old_cache);
