@@ -106,9 +106,7 @@ drop_batch_finish(drop_batch *batch)
     if (notify != NULL) {
         /* Whatever exception is set (a guard's) waits for the owners. */
         PyObject *pending = PyErr_GetRaisedException();
-        if (user_python.user_python_enter != NULL) {
-            user_python.user_python_enter();
-        }
+        user_python.user_python_enter();
         for (Py_ssize_t i = 0; i < PyList_GET_SIZE(notify); i++) {
             PyObject *record = PyList_GET_ITEM(notify, i);
             PyObject *result = notify_owner(record);
@@ -117,9 +115,7 @@ drop_batch_finish(drop_batch *batch)
             }
             Py_XDECREF(result);
         }
-        if (user_python.user_python_leave != NULL) {
-            user_python.user_python_leave();
-        }
+        user_python.user_python_leave();
         PyErr_SetRaisedException(pending);
     }
     Py_XDECREF(notify);

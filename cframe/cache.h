@@ -69,7 +69,7 @@ typedef struct {
 
 #define DROP_BATCH_INIT {NULL, NULL}
 
-/* What the cache tells the layers above.  Each may be NULL. */
+/* What the cache tells the layers above; both set (cache_init). */
 typedef struct {
     /* Around calls of owners' on_drop (hook.c: unseen by this thread's
      * callback and by tracers, as the callback's own calls are). */

@@ -255,30 +255,20 @@ pyframe_thread_get_callback(void)
     return hook_thread != NULL ? hook_thread->callback : NULL;
 }
 
-PyObject *
-pyframe_thread_install(PyObject *callback, PyObject *cache, pyframe_owner *owner, int run_only)
+int
+pyframe_thread_replace(PyObject *callback, PyObject *cache, pyframe_owner *owner, int run_only)
 {
     thread_hook *thread = hook_thread;   /* Borrowed. */
-    PyObject *previous = NULL;           /* Owned: (callback, cache, run_only). */
     PyObject *old_callback, *old_cache;  /* Owned. */
     pyframe_owner *old_owner;
     int old_run_only, installing = cache != NULL;
 
     assert(cache != NULL || (callback == NULL && owner == NULL));
     if (thread == NULL && !installing) {
-        return PyTuple_Pack(3, Py_None, Py_None, Py_False);
+        return 0;
     }
     if (thread == NULL && (thread = thread_hook_get_or_create()) == NULL) {
-        return NULL;
-    }
-    /* PyTuple_Pack, not Py_BuildValue: this runs twice per call of a JIT's
-     * compiled code (pyframe.Switch), and parsing a format string costs more
-     * than the rest of it. */
-    previous = PyTuple_Pack(3, thread->callback ? thread->callback : Py_None,
-                            thread->cache ? thread->cache : Py_None,
-                            thread->run_only ? Py_True : Py_False);
-    if (previous == NULL) {
-        return NULL;
+        return -1;
     }
     old_callback = thread->callback;
     old_cache = thread->cache;
@@ -296,18 +286,40 @@ pyframe_thread_install(PyObject *callback, PyObject *cache, pyframe_owner *owner
         Py_XSETREF(thread->cache, old_cache);
         thread->owner = old_owner;
         thread->run_only = old_run_only;
-        Py_DECREF(previous);
-        return NULL;
+        return -1;
     }
     if (!installing) {
         Py_CLEAR(thread->spare_locals);
     }
-    if (owner != old_owner && aside_listener != NULL) {
-        aside_listener->owner_changed();
-    }
     /* Released last: either may be the last reference to a finalizer. */
     Py_XDECREF(old_callback);
     Py_XDECREF(old_cache);
+    return 0;
+}
+
+PyObject *
+pyframe_thread_install(PyObject *callback, PyObject *cache, pyframe_owner *owner, int run_only)
+{
+    thread_hook *thread = hook_thread;   /* Borrowed. */
+    PyObject *previous;                  /* Owned: (callback, cache, run_only). */
+
+    if (thread == NULL) {
+        previous = PyTuple_Pack(3, Py_None, Py_None, Py_False);
+    }
+    else {
+        /* PyTuple_Pack, not Py_BuildValue: parsing a format string costs
+         * more than the rest of an installation. */
+        previous = PyTuple_Pack(3, thread->callback ? thread->callback : Py_None,
+                                thread->cache ? thread->cache : Py_None,
+                                thread->run_only ? Py_True : Py_False);
+    }
+    if (previous == NULL) {
+        return NULL;
+    }
+    if (pyframe_thread_replace(callback, cache, owner, run_only) < 0) {
+        Py_DECREF(previous);
+        return NULL;
+    }
     return previous;
 }
 

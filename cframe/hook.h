@@ -74,8 +74,6 @@ int hook_sync(void);
 typedef struct {
     /* 1 when the hook may step aside now (classes made since were checked). */
     int (*may_step_aside)(void);
-    /* The owner in force on this thread changed: decisions may differ. */
-    void (*owner_changed)(void);
 } hook_aside_listener;
 
 /* NULL: the mode is off, skipped code runs with hook_previous_eval. */

@@ -98,6 +98,11 @@ PyObject *pyframe_thread_get_callback(void);                /* Borrowed, or NULL
  * installation as (callback or None, cache or None, run_only), new. */
 PyObject *pyframe_thread_install(PyObject *callback, PyObject *cache, pyframe_owner *owner,
                                  int run_only);
+/* The same, returning 0 (or -1 with an exception set) and not the previous
+ * installation: pyframe.Switch flips a callback on and off around every
+ * call of a JIT's compiled code and needs what it replaced only once. */
+int pyframe_thread_replace(PyObject *callback, PyObject *cache, pyframe_owner *owner,
+                           int run_only);
 int pyframe_hook_installed(void);
 
 /* cache.c: owners, and their decisions and entries on code objects.  An

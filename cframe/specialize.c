@@ -44,8 +44,12 @@ static Py_ssize_t saved_version_index = -1;
 /* Owned dict or NULL: id(function) -> address of the vectorcall it had, for
  * functions whose vectorcall was not CPython's when pyframe took it over. */
 static PyObject *foreign_vectorcalls;
-/* Functions given CPython's vectorcall back since the last walk. */
+/* Functions given CPython's vectorcall back since the last walk, and the
+ * serial of the owner whose SKIP decisions released them (RELEASED_MIXED:
+ * more than one owner's). */
 static Py_ssize_t released_since_walk;
+static uint64_t released_under;
+#define RELEASED_MIXED UINT64_MAX
 /* CPython's vectorcall for functions, _PyFunction_Vectorcall, which 3.13
  * and 3.14 do not export: read off a function CPython made. */
 static vectorcallfunc cpython_vectorcall;
@@ -186,6 +190,14 @@ function_hook(PyFunctionObject *func)
     return 0;
 }
 
+/* The serial of the owner in force on this thread; 0: none. */
+static inline uint64_t
+current_owner_serial(void)
+{
+    thread_hook *thread = hook_thread;   /* Borrowed. */
+    return thread != NULL && thread->owner != NULL ? thread->owner->serial : 0;
+}
+
 /* Gives `func` the vectorcall it had and, with CPython's, the version of its
  * code, whose own version comes back too: its frames may be inlined again. */
 static void
@@ -206,7 +218,12 @@ function_release(PyFunctionObject *func)
     if (original == cpython_vectorcall) {
         compat_function_set_version(func, compat_code_version(code));
     }
-    released_since_walk++;
+    if (released_since_walk++ == 0) {
+        released_under = current_owner_serial();
+    }
+    else if (released_under != current_owner_serial()) {
+        released_under = RELEASED_MIXED;
+    }
     /* Classes whose __init__ this is; on 3.14 also those whose property
      * getter it may be (compat.h, PYFRAME_PROPERTY_GUARDED_BY_CLASS). */
     if (PYFRAME_PROPERTY_GUARDED_BY_CLASS || PyUnicode_EqualToUTF8(code->co_name, "__init__")) {
@@ -367,38 +384,47 @@ release_all(void)
 
 /* ---- what the hook and the cache tell the mode --------------------------------- */
 
-/* Before the hook steps aside: classes made or changed since it last looked
- * are seen to. */
+/* Before the hook steps aside (the only time CPython may inline a call):
+ * functions released under another owner than this thread's go back on the
+ * hook, since its decisions may differ, and classes made or changed since
+ * the hook last looked are seen to.  Checked here rather than when the owner
+ * changes: a JIT's switch flips between its owner and none around every
+ * call of compiled code (pyframe.Switch), and no owner steps nothing aside. */
 static int
 may_step_aside(void)
 {
     PyObject *exception;   /* Owned: what the caller is returning, if it raised. */
+    int walk = released_since_walk > 0 && released_under != current_owner_serial();
     int may = 1;
 
-    if (!specialize_classes_pending()) {
+    if (!walk && !specialize_classes_pending()) {
         return 1;
     }
     exception = PyErr_GetRaisedException();
-    if (specialize_classes_settle() < 0) {
+    if (walk && (hook_all() < 0 || specialize_classes_recheck() < 0)) {
         PyErr_WriteUnraisable(NULL);
         may = 0;   /* the hook stays in: nothing is missed */
+    }
+    else if (specialize_classes_pending() && specialize_classes_settle() < 0) {
+        PyErr_WriteUnraisable(NULL);
+        may = 0;
     }
     PyErr_SetRaisedException(exception);
     return may;
 }
 
-/* Decisions may have changed (reset, another owner): functions whose code is
- * no longer skipped go back on the hook. */
+/* Decisions may have changed (reset()): functions whose code is no longer
+ * skipped go back on the hook at once, since a frame stepped aside now may
+ * call them.  (Registered only while the mode is on.) */
 static void
 decisions_changed(void)
 {
-    if (specializing && released_since_walk > 0
-            && (hook_all() < 0 || specialize_classes_recheck() < 0)) {
+    if (released_since_walk > 0 && (hook_all() < 0 || specialize_classes_recheck() < 0)) {
         PyErr_WriteUnraisable(NULL);
     }
 }
 
-static const hook_aside_listener aside_listener = {may_step_aside, decisions_changed};
+static const hook_aside_listener aside_listener = {may_step_aside};
 
 /* ---- switching the mode ---------------------------------------------------------- */
 

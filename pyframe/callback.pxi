@@ -27,11 +27,12 @@ cdef object _install(str function, object callback, object cache):
     return pyframe_thread_install(<PyObject *>callback, <PyObject *>cache, owner, 0)
 
 
-cdef object _restore(tuple previous):
+cdef int _put_back(tuple previous) except -1:
+    # Installs `previous`, what pyframe_thread_install returned.
     callback, cache, run_only = previous
     if cache is None:
-        return pyframe_thread_install(NULL, NULL, NULL, 0)
-    return pyframe_thread_install(NULL if callback is None else <PyObject *>callback,
+        return pyframe_thread_replace(NULL, NULL, NULL, 0)
+    return pyframe_thread_replace(NULL if callback is None else <PyObject *>callback,
                                   <PyObject *>cache, (<Cache>cache)._owner, run_only)
 
 
@@ -73,7 +74,7 @@ cdef class callback:
     def __exit__(self, *exc_info):
         previous, self._previous = self._previous, None
         self._entered = False
-        _restore(previous)
+        _put_back(previous)
         return False
 
 
@@ -103,7 +104,7 @@ cdef class run_only:
     def __exit__(self, *exc_info):
         previous, self._previous = self._previous, None
         self._entered = False
-        _restore(previous)
+        _put_back(previous)
         return False
 
 

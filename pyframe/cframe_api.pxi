@@ -43,6 +43,8 @@ cdef extern from "pyframe.h":
     PyObject *pyframe_thread_get_callback()
     object pyframe_thread_install(PyObject *callback, PyObject *cache, pyframe_owner *owner,
                                   int run_only)
+    int pyframe_thread_replace(PyObject *callback, PyObject *cache, pyframe_owner *owner,
+                               int run_only) except -1
     int pyframe_hook_installed()
     pyframe_owner *pyframe_owner_new(PyObject *self, int limit) except NULL
     void pyframe_owner_free(pyframe_owner *owner)

@@ -15,6 +15,7 @@ from cpython.pythread cimport PyThread_get_thread_ident
 cdef extern from "Python.h":
     PyObject *PyThreadState_GetDict()
     PyObject *PyDict_GetItemWithError(object d, object key) except? NULL
+    object PyLong_FromVoidPtr(void *p)
 
 
 @cython.final
@@ -48,8 +49,8 @@ cdef class Switch:
 
     cdef readonly Cache cache
     cdef readonly object make_callback
-    # id(value) -> (weak reference to value, its pyframe callback).
-    cdef dict _made
+    # The pyframe callback made for each value.
+    cdef _SwitchMade _made
     cdef object __weakref__
 
     def __init__(self, cache, make_callback=None):
@@ -60,7 +61,7 @@ cdef class Switch:
                             % _describe(make_callback))
         self.cache = cache
         self.make_callback = make_callback
-        self._made = {}
+        self._made = _SwitchMade()
 
     def __repr__(self):
         return "<pyframe.Switch cache=%r make_callback=%r at %#x>" % (
@@ -93,25 +94,33 @@ cdef class Switch:
         return self._callback_for(value)
 
     cdef object _callback_for(self, object value):
+        cdef _SwitchMade made = self._made
+        cdef object found = made.last
+        if found is not None and (<tuple>found)[0]() is value:
+            return (<tuple>found)[1]
         if not callable(value):
             raise TypeError("pyframe.Switch.set() expects a callable, False or None; got %s"
                             % _describe(value))
         if self.make_callback is None:
             return value
-        key = id(value)
-        found = self._made.get(key)
+        # The address as the key, not id(value): id() raises an audit event,
+        # and an audit hook written in Python (filelock installs one) makes
+        # that cost more than the rest of a switch.
+        key = PyLong_FromVoidPtr(<void *>value)
+        found = made.by_address.get(key)
         if found is not None and (<tuple>found)[0]() is value:
+            made.last = found
             return (<tuple>found)[1]
-        made = self.make_callback(value)
-        if not callable(made):
+        callback = self.make_callback(value)
+        if not callable(callback):
             raise TypeError("pyframe.Switch: make_callback(%.60r) returned %s; expected a "
-                            "callable taking a pyframe.Frame" % (value, _describe(made)))
+                            "callable taking a pyframe.Frame" % (value, _describe(callback)))
         try:
-            ref = _weak_ref(value, _SwitchForget(self._made, key))
+            ref = _weak_ref(value, _SwitchForget(made, key))
         except TypeError:
-            return made   # cannot be weakly referenced: made again each time
-        self._made[key] = (ref, made)
-        return made
+            return callback   # cannot be weakly referenced: made again each time
+        made.last = made.by_address[key] = (ref, callback)
+        return callback
 
     def set(self, value):
         """Turn the switch on for this thread with `value` (a callable: the
@@ -119,6 +128,7 @@ cdef class Switch:
         replaces."""
         cdef _SwitchState state = self._state(value is not None)
         cdef Cache cache = self.cache
+        cdef PyObject *made
         if state is None:
             return None
         prior = state.value
@@ -127,16 +137,16 @@ cdef class Switch:
         if value is None:
             previous, state.previous = state.previous, None
             state.value = None
-            _restore(previous)
+            _put_back(previous)
             return prior
-        if value is False:
-            replaced = pyframe_thread_install(NULL, <PyObject *>cache, cache._owner, 1)
-        else:
-            made = self._callback_for(value)
-            replaced = pyframe_thread_install(<PyObject *>made, <PyObject *>cache,
-                                              cache._owner, 0)
+        callback = None if value is False else self._callback_for(value)
+        made = NULL if callback is None else <PyObject *>callback
         if state.previous is None:
-            state.previous = replaced
+            # Going on: what the thread had is put back when it goes off.
+            state.previous = pyframe_thread_install(made, <PyObject *>cache, cache._owner,
+                                                    value is False)
+        else:
+            pyframe_thread_replace(made, <PyObject *>cache, cache._owner, value is False)
         state.value = value
         return prior
 
@@ -181,17 +191,34 @@ cdef class Switch:
 
 
 @cython.final
+cdef class _SwitchMade:
+    # The pyframe callbacks a Switch made: by_address maps a value's address
+    # to (a weak reference to the value, its callback); last is the entry
+    # found last, looked at first (a JIT sets the same value again and
+    # again).
+    cdef dict by_address
+    cdef object last
+
+    def __cinit__(self):
+        self.by_address = {}
+
+
+@cython.final
 cdef class _SwitchForget:
-    # The weak reference callback that drops a dead value's callback.  The
-    # dict is held, not looked up: this may run at interpreter shutdown.
-    cdef dict made
+    # The weak reference callback that drops a dead value's callback.  What
+    # it drops from is held, not looked up: this may run at interpreter
+    # shutdown.
+    cdef _SwitchMade made
     cdef object key
 
-    def __init__(self, dict made, key):
+    def __init__(self, _SwitchMade made, key):
         self.made = made
         self.key = key
 
     def __call__(self, ref):
-        found = self.made.get(self.key)
+        made = self.made
+        found = made.by_address.get(self.key)
         if found is not None and (<tuple>found)[0] is ref:
-            del self.made[self.key]
+            del made.by_address[self.key]
+        if made.last is not None and (<tuple>made.last)[0] is ref:
+            made.last = None

@@ -24,7 +24,7 @@ import torch
 
 import pyframe
 
-from . import _entries, _frame_layer, _state
+from . import _cache, _compiled_runs, _frame_layer, _guard, _miss, _state
 from . import _torch_compat as compat
 
 _lock = threading.RLock()
@@ -110,7 +110,7 @@ def _take_state() -> None:
 
 
 def _check_no_callback(action: str) -> None:
-    if compat.native.get_eval_frame_callback() is not None or _frame_layer.SWITCH.get() is not None:
+    if compat.native.get_eval_frame_callback() is not None or _miss.SWITCH.get() is not None:
         raise RuntimeError(
             f"pyframe.dynamo.{action}() was called while this thread runs torch.compile'd "
             "code (a TorchDynamo callback is set); call it outside compiled code"
@@ -139,17 +139,15 @@ def install() -> None:
                     patched.append((native, name, obj))
             decorators = torch._dynamo.decorators
             original_code = compat.nonrecursive_disable_code()
-            _frame_layer._ORIGINAL_NONRECURSIVE_CODE[0] = original_code
-            decorators._nonrecursive_disable_wrapper_code = (
-                _frame_layer.NONRECURSIVE_TRAMPOLINE_CODE
-            )
+            _miss.ORIGINAL_NONRECURSIVE_CODE[0] = original_code
+            decorators._nonrecursive_disable_wrapper_code = _miss.NONRECURSIVE_TRAMPOLINE_CODE
             patched.append((decorators, "_nonrecursive_disable_wrapper_code", original_code))
             # What Dynamo decided at import, in its C layer, decided again.
             torch._dynamo.eval_frame.skip_code(original_code)
             # The layer's own functions run where Dynamo's C ones ran, with no
             # frame Dynamo would see: they never reach its callback.
             for code in _own_code_objects():
-                pyframe.remember(code, pyframe.SKIP_RECURSIVE, cache=_entries.CACHE)
+                pyframe.remember(code, pyframe.SKIP_RECURSIVE, cache=_cache.CACHE)
         except BaseException:
             _undo(patched)
             raise
@@ -166,7 +164,7 @@ def _own_code_objects() -> list[types.CodeType]:
             if isinstance(const, types.CodeType):
                 add(const)
 
-    for module in (_frame_layer, _entries, _state):
+    for module in (_frame_layer, _miss, _guard, _compiled_runs, _cache, _state):
         for value in vars(module).values():
             members = vars(value).values() if isinstance(value, type) else (value,)
             for member in members:
@@ -207,7 +205,7 @@ def uninstall() -> None:
             [],
         )
         _give_back_state()
-        _entries.reset_all()
+        _cache.reset_all()
 
 
 def is_installed() -> bool:

@@ -7,6 +7,7 @@ import pytest
 from conftest import HAS_SPECIALIZATION_MODE, NO_SPECIALIZATION_MODE
 from specialization_support import (
     WARM_UP,
+    hooked,
     mode_off_at_start,  # noqa: F401
     owned_pair,
     specialization,
@@ -89,3 +90,47 @@ def test_a_callback_installed_inside_skipped_code_sees_what_the_outer_one_skippe
         inner_seen.clear()
         switching_driver(10)
     assert inner_seen == ["owned_leaf"] * 10
+
+
+# ---- a JIT's switch, flipped around every call ----------------------------------------
+
+
+def test_a_switch_flipped_around_each_call_keeps_its_released_functions_and_a_new_owner_sees_them():
+    # pyframe.Switch goes from its owner to none and back around every call
+    # of compiled code.  Functions its owner's SKIPs released stay released
+    # across the flips (going back on the hook at each would walk every
+    # function alive, per flip), and an owner that decides otherwise still
+    # sees every frame of them.
+    owned_leaf, owned_driver = owned_pair()
+    seen = []
+
+    def skips_both(frame):
+        if frame.f_code in (owned_driver.__code__, owned_leaf.__code__):
+            return pyframe.SKIP
+        return None
+
+    def skips_the_driver_only(frame):
+        if frame.f_code is owned_driver.__code__:
+            return pyframe.SKIP
+        if frame.f_code is owned_leaf.__code__:
+            seen.append(frame.f_locals["a"])
+        return None
+
+    first = pyframe.Switch(pyframe.Cache())
+    second = pyframe.Switch(pyframe.Cache())
+    with specialization():
+        for _ in range(WARM_UP // 10):
+            first.set(skips_both)
+            owned_driver(10)
+            first.set(None)
+        assert "CALL_PY_EXACT_ARGS" in specialized(owned_driver.__code__)
+        assert not hooked(owned_leaf)
+        for _ in range(3):
+            first.set(skips_both)
+            owned_driver(5)
+            first.set(None)
+            assert not hooked(owned_leaf)
+            second.set(skips_the_driver_only)
+            owned_driver(5)
+            second.set(None)
+    assert seen == list(range(5)) * 3

@@ -437,7 +437,7 @@ def test_the_layer_never_hashes_code_objects():
         assert layer._debug_get_cache_entry_list(unhashable) == []
         layer.reset_code(unhashable)
         layer.reset_code(unhashable)
-        assert pyframe.remembered(unhashable, cache=pyframe.dynamo._entries.CACHE) is None
+        assert pyframe.remembered(unhashable, cache=pyframe.dynamo._cache.CACHE) is None
 
 
 # ---- install, uninstall ---------------------------------------------------------------------

@@ -30,7 +30,7 @@ from torch._dynamo.utils import counters  # noqa: E402
 
 import pyframe  # noqa: E402
 import pyframe.dynamo  # noqa: E402
-from pyframe.dynamo import _entries as entries  # noqa: E402
+from pyframe.dynamo import _cache as entries  # noqa: E402
 from pyframe.dynamo import _torch_compat as compat  # noqa: E402
 
 # Inductor's generated code may sum in another order than eager's kernels.
