@@ -28,6 +28,7 @@ from . import _state
 from . import _torch_compat as compat
 
 _current_callback: Callable[[], Any] = pyframe.get_callback
+_torch_function_hop_pending: Callable[[], bool] = compat.torch_function_hop_pending
 
 # Dynamo's cache has no size limit of its own (its recompile limits bound
 # it), so neither has the pyframe.Cache standing in for it.
@@ -96,6 +97,8 @@ class CacheEntry:
         root = self._root
         if root is None:
             return False  # invalidated
+        if _torch_function_hop_pending():
+            return False  # Dynamo's C layer looks nothing up (DynamoHook runs it)
         hook = _current_callback()
         if hook is not None:  # None: run-only, where any backend's entries run
             if _state.fullgraph_threads and fullgraph_code_calling(hook.callback, _getframe(1)):
