@@ -9,15 +9,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
 import time
 
-from .report import Source, failures, load_causes, table
+from .report import Source, failures, load_causes, not_run, table
 from .runner import Settings, progress, run_mode
 from .selection import SelectionError, TestFile, parse_shard, select
-from .store import MODES, FileRecord, event_path, read_results, results_name, write_results
+from .store import FINAL, MODES, FileRecord, event_path, read_results, results_name, write_results
 
 TOOLS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(TOOLS, "dynamo_tests_results")
@@ -61,7 +62,15 @@ def parse_args(argv: list[str] | None, description: str) -> argparse.Namespace:
         help="the committed results, one file per torch and CPython (default %(default)s)",
     )
     add("--modes", default=",".join(MODES), help="which runs to make (default %(default)s)")
-    add("--rerun", action="store_true", help="run finished files again (the --modes runs)")
+    add(
+        "--rerun",
+        nargs="?",
+        const=",".join(status.replace(" ", "-") for status in FINAL),
+        default="",
+        metavar="STATUS,...",
+        help="run finished files again (the --modes runs); with statuses, only runs that "
+        "ended so (done, timed-out, crashed, collection-error)",
+    )
     add(
         "--per-test-timeout",
         type=float,
@@ -85,6 +94,9 @@ def parse_args(argv: list[str] | None, description: str) -> argparse.Namespace:
     add("--pytest-args", nargs=argparse.REMAINDER, default=[], help="passed on to pytest")
     args = parser.parse_args(argv)
     args.modes = [mode for mode in args.modes.split(",") if mode]
+    args.rerun = {status.replace("-", " ") for status in args.rerun.split(",") if status}
+    if args.rerun - set(FINAL):
+        parser.error(f"--rerun {','.join(sorted(args.rerun - set(FINAL)))}: not a status")
     unknown = set(args.modes) - set(MODES)
     if unknown:
         parser.error(f"--modes {','.join(sorted(unknown))}: expected some of {', '.join(MODES)}")
@@ -131,7 +143,7 @@ def report(paths: list[str]) -> int:
             print(f"{path}: no results there", file=sys.stderr)
             return 2
         sources.append(Source(label(versions), records))
-    print("\n".join(table(sources)))
+    print("\n".join(table(sources) + not_run(sources)))
     lines, unexplained = failures(sources, load_causes())
     print("\n".join(lines))
     return 1 if unexplained else 0
@@ -170,6 +182,11 @@ def main(argv: list[str] | None = None, description: str = "") -> int:
         file_timeout=args.file_timeout,
         pytest_args=args.pytest_args,
     )
+    # Stopped by a signal, the tool ends its pytest process group and leaves
+    # the event files to go on from.  SIGINT too where the tool was started
+    # in the background (which ignores it).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         run_files(args, settings, files, versions, results)
     except KeyboardInterrupt:
@@ -194,7 +211,7 @@ def run_files(
                 settings.out, settings.versions, mode, test_file.name, test_file.sha
             )
             record = current_record(results, test_file)
-            if args.rerun and record.run(mode).final:
+            if record.run(mode).status in args.rerun:
                 # Start over; an interrupted rerun goes on from its events.
                 if os.path.exists(events):
                     os.remove(events)
@@ -205,6 +222,10 @@ def run_files(
                 continue
             record.runs[mode] = run_mode(settings, test_file, mode, tag, events)
             save(results, versions, record)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def current_record(results: str, test_file: TestFile) -> FileRecord:

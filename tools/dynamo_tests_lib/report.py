@@ -115,6 +115,21 @@ def short(label: str) -> str:
     return f"{torch_part.split()[-1]}/{python}"
 
 
+def not_run(sources: list[Source]) -> list[str]:
+    """The files whose native run ended with no test run (mostly a file of
+    another release that does not import with this one), and why."""
+    lines: list[str] = []
+    for source in sources:
+        found = []
+        for name in sorted(source.records):
+            native = source.records[name].run("native")
+            if not native.tests:
+                found.append(f"- `{name}`: {native.status}: {native.detail}")
+        if found:
+            lines += ["", f"{source.label}: {len(found)} files ran no test natively", *found]
+    return lines
+
+
 def failures(sources: list[Source], causes: list[dict]) -> tuple[list[str], int]:
     """The lines listing every native-pass/pyframe-fail test, and how many have no cause."""
     lines: list[str] = []

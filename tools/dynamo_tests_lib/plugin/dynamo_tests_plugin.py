@@ -12,6 +12,12 @@ crash or an interruption.  Test ids are pytest's node ids without the file
 
 This directory alone is put on the runs' PYTHONPATH, so nothing else of the
 tool is importable there.
+
+It also gives torch.testing._internal.common_utils the names that test
+files older than the torch release import and the release no longer has
+(STAND_INS), each with what it did, so that such a file imports; natively
+and on pyframe alike.  Only names whose stand-in does what the original
+did in these runs are given.
 """
 
 from __future__ import annotations
@@ -52,6 +58,32 @@ def _first_line(report) -> str:
         text = crash.message if crash is not None else str(longrepr)
     lines = text.strip().splitlines()
     return lines[0][:200] if lines else ""
+
+
+def _unchanged(fn):
+    return fn
+
+
+# name: (stand-in, why it is the same here).
+STAND_INS = {
+    # torch <= 2.3 test files (test_functions, test_modules, test_ctx_manager
+    # through test_functions) decorate tests with it; it turned translation
+    # validation off under dynamic shapes, and translation validation is only
+    # on with PYTORCH_TEST_WITH_TV=1, which these runs do not set.
+    "disable_translation_validation_if_dynamic_shapes": (_unchanged, "PYTORCH_TEST_WITH_TV unset"),
+}
+
+
+def pytest_configure(config) -> None:
+    if os.environ.get("PYTORCH_TEST_WITH_TV") == "1":
+        return  # the stand-ins would not be the same
+    try:
+        from torch.testing._internal import common_utils
+    except ImportError:
+        return
+    for name, (stand_in, _) in STAND_INS.items():
+        if not hasattr(common_utils, name):
+            setattr(common_utils, name, stand_in)
 
 
 def pytest_collection_modifyitems(session, config, items) -> None:
