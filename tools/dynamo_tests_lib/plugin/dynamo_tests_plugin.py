@@ -22,6 +22,7 @@ did in these runs are given.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 
@@ -64,26 +65,36 @@ def _unchanged(fn):
     return fn
 
 
-# name: (stand-in, why it is the same here).
+# (module, name): (the stand-in made from the module, why it is the same here).
 STAND_INS = {
     # torch <= 2.3 test files (test_functions, test_modules, test_ctx_manager
     # through test_functions) decorate tests with it; it turned translation
     # validation off under dynamic shapes, and translation validation is only
     # on with PYTORCH_TEST_WITH_TV=1, which these runs do not set.
-    "disable_translation_validation_if_dynamic_shapes": (_unchanged, "PYTORCH_TEST_WITH_TV unset"),
+    (
+        "torch.testing._internal.common_utils",
+        "disable_translation_validation_if_dynamic_shapes",
+    ): (lambda module: _unchanged, "PYTORCH_TEST_WITH_TV unset"),
+    # Older test files (test_higher_order_ops, test_logging, test_package,
+    # inductor's test_compiled_autograd) import HAS_CUDA, which torch renamed
+    # HAS_CUDA_AND_TRITON with the same value (CUDA available and Triton).
+    ("torch.testing._internal.inductor_utils", "HAS_CUDA"): (
+        lambda module: module.HAS_CUDA_AND_TRITON,
+        "renamed",
+    ),
 }
 
 
 def pytest_configure(config) -> None:
     if os.environ.get("PYTORCH_TEST_WITH_TV") == "1":
-        return  # the stand-ins would not be the same
-    try:
-        from torch.testing._internal import common_utils
-    except ImportError:
-        return
-    for name, (stand_in, _) in STAND_INS.items():
-        if not hasattr(common_utils, name):
-            setattr(common_utils, name, stand_in)
+        return  # the first stand-in would not be the same
+    for (module_name, name), (make, _) in STAND_INS.items():
+        try:
+            module = importlib.import_module(module_name)
+            if not hasattr(module, name):
+                setattr(module, name, make(module))
+        except Exception:  # a torch without it: the file says why it fails
+            continue
 
 
 def pytest_collection_modifyitems(session, config, items) -> None:
