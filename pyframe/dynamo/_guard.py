@@ -18,9 +18,11 @@ from typing import Any
 import pyframe
 
 from . import _cache, _state
+from . import _torch_compat as compat
 from ._compiled_runs import fullgraph_code_calling, ran_compiled_code
 
 _current_callback: Callable[[], Any] = pyframe.get_callback
+_torch_function_hop_pending: Callable[[], bool] = compat.torch_function_hop_pending
 
 
 class CacheEntry:
@@ -65,6 +67,8 @@ class CacheEntry:
         root = self._root
         if root is None:
             return False  # invalidated
+        if _torch_function_hop_pending():
+            return False  # Dynamo's C layer looks nothing up (DynamoHook runs it)
         hook = _current_callback()
         if hook is not None:  # None: run-only, where any backend's entries run
             if _state.fullgraph_threads and fullgraph_code_calling(hook.callback, _getframe(1)):

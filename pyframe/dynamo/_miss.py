@@ -116,6 +116,10 @@ class DynamoHook:
         return f"<pyframe.dynamo hook for {self.callback!r}>"
 
     def __call__(self, frame: pyframe.Frame) -> Any:
+        if compat.torch_function_hop_pending():
+            # Started under a one-hop skip of __torch_function__: run as it
+            # is, this time, as Dynamo's C layer does (CacheEntry held none).
+            return None
         if _state.fullgraph_threads:
             ran = fullgraph_code_calling(self.callback, frame.f_back)
             if ran is not None:

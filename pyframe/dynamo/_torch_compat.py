@@ -143,3 +143,13 @@ def fail_callback(callback: Any) -> Any:
     from torch._dynamo.convert_frame import get_fail_callback
 
     return get_fail_callback(callback)
+
+
+# torch.overrides.redispatch_function (torch._C._skip_one_hop_torch_function,
+# pytorch#177530, in 2.13 and 2.15) sets a thread flag that the called
+# function's first has_torch_function check takes.  Dynamo's C layer runs a
+# frame that starts while the flag is set as it is, with no cache lookup and
+# no callback: its compiling would take the flag, and compiled code assumes
+# the check it traced.  A torch without the flag (no such function here)
+# never has it set: `bool()` is False, and a C call, as the check is.
+torch_function_hop_pending: Any = getattr(torch._C, "_peek_should_skip_torch_function", bool)

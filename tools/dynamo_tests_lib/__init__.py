@@ -1,0 +1,1 @@
+"""The parts of tools/dynamo_tests.py (see its docstring)."""
