@@ -4,10 +4,11 @@ Hypothesis writes small programs (dynamo_programs.py: closures, cells,
 generators, try/except/finally, `with`, globals, `random`, graph breaks,
 nested compiled calls, torch.compiler.disable, raised exceptions) and a call
 sequence whose shapes, dtypes and argument types change, so that Dynamo
-recompiles.  Each program runs three times, each from the same state
-(random.seed, torch.manual_seed, its module executed afresh,
-torch._dynamo.reset(), Dynamo's counters cleared): eagerly, compiled by
-native torch.compile, and compiled under pyframe.dynamo.installed().  For
+recompiles.  Each program runs in a child process forked from the test's
+(forked.py), three times, each from the same state (random.seed,
+torch.manual_seed, its module executed afresh, torch._dynamo.reset(),
+Dynamo's counters cleared): eagerly, compiled by native torch.compile, and
+compiled under pyframe.dynamo.installed().  For
 every call a run records its result or exception (type and message), what
 it printed, and the next draws of Python's and torch's random streams after
 it; at the end, the program's globals (G, LOG) and Dynamo's counts: frames
@@ -50,6 +51,7 @@ from hypothesis import HealthCheck, example, given, note, settings
 pytest.importorskip("torch", minversion="2.11")
 
 import dynamo_programs  # noqa: E402
+import forked  # noqa: E402
 import torch  # noqa: E402
 import torch._dynamo.testing  # noqa: E402
 import torch._dynamo.utils  # noqa: E402
@@ -63,6 +65,7 @@ native_layer = torch._C._dynamo.eval_frame
 EXAMPLES = int(os.environ.get("PYFRAME_FUZZ_EXAMPLES", 100))
 DERANDOMIZE = "PYFRAME_FUZZ_EXAMPLES" not in os.environ
 SEED = 20240
+CHILD_TIMEOUT = 300  # seconds for one program's three runs (a few, normally)
 
 # What the programs so far did, printed at the end of the module (and every
 # PROGRESS programs in long runs, to the terminal).
@@ -77,11 +80,13 @@ def report(text):
         counts = ", ".join(f"{key}: {value}" for key, value in sorted(SUMMARY.items()))
         with capture.global_and_fixture_disabled():
             reporter.write_line(f"{text}{counts} ({time.monotonic() - started:.0f} s)")
+            reporter.flush()  # to a pipe too (tox's), for long runs
 
 
 @pytest.fixture(autouse=True, scope="module")
 def summary(request):
     SUMMARY.clear()
+    SUMMARY.update({"pyframe != native": 0, "native != eager": 0})
     plugins = request.config.pluginmanager
     reporter, capture = plugins.get_plugin("terminalreporter"), plugins.get_plugin("capturemanager")
     if reporter is not None and capture is not None:
@@ -183,8 +188,12 @@ def counts(counter):
 
 
 def run(program, mode):
-    """The program's calls, "eager" or compiled ("native", "pyframe")."""
+    """The program's calls, "eager" or compiled ("native", "pyframe"); in a
+    child process that runs no collection but Dynamo's own (compare())."""
     torch._dynamo.reset()
+    # Dynamo's collections (gc.collect(1) after each compile) see only what
+    # this run makes: what earlier runs left is frozen.
+    gc.freeze()
     torch._dynamo.utils.counters.clear()
     counter = torch._dynamo.testing.CompileCounter()
     compiled = mode != "eager"
@@ -197,19 +206,7 @@ def run(program, mode):
     namespace = {"COMPILE": compile_}
     exec(unequal_code(compile(program.source, "<generated>", "exec"), next(RUNS)), namespace)
     f = compile_(namespace["f"])
-    # No collection but Dynamo's own (gc.collect(1) after each compile), and
-    # those see only what this run made: Dynamo drops a cache entry when an
-    # object its guards hold weakly dies, so a collection that falls due at
-    # another moment changes the recompilations (native against native, too).
-    enabled = gc.isenabled()
-    gc.disable()
-    gc.freeze()
-    try:
-        calls = [call(f, arguments) for arguments in program.calls]
-    finally:
-        gc.unfreeze()
-        if enabled:
-            gc.enable()
+    calls = [call(f, arguments) for arguments in program.calls]
     return Run(
         calls,
         (namespace["G"], list(namespace["LOG"])),
@@ -255,15 +252,37 @@ def differences(got, want, counts=True):
 
 
 def tally(native):
-    SUMMARY["programs"] += 1
-    SUMMARY["calls"] += len(native.calls)
-    SUMMARY["calls raising"] += sum(call.outcome[0] == "raised" for call in native.calls)
-    SUMMARY["programs with no graph"] += native.counts["frames compiled"] == 0
-    SUMMARY["frames compiled"] += native.counts["frames compiled"]
-    SUMMARY["graph breaks"] += sum(native.counts["counters"].get("graph_break", {}).values())
-    SUMMARY["recompiles"] += len(native.counts["recompiles"])
-    if SUMMARY["programs"] % PROGRESS == 0:
-        report("\ndynamo fuzz so far: ")
+    return {
+        "programs": 1,
+        "calls": len(native.calls),
+        "calls raising": sum(call.outcome[0] == "raised" for call in native.calls),
+        "programs with no graph": int(native.counts["frames compiled"] == 0),
+        "frames compiled": native.counts["frames compiled"],
+        "graph breaks": sum(native.counts["counters"].get("graph_break", {}).values()),
+        "recompiles": len(native.counts["recompiles"]),
+    }
+
+
+def compare(program):
+    """Run in a child process: the program eagerly, natively and on pyframe;
+    what the runs did, and how they differ (as text)."""
+    torch.set_num_threads(1)  # no OpenMP threads in a forked child
+    # No automatic collection: Dynamo drops a cache entry when an object its
+    # guards hold weakly dies, so a collection that falls due at another
+    # moment changes the recompilations (native against native, too).  The
+    # child is short-lived; what it inherited stays frozen, untouched.
+    gc.disable()
+    eager = run(program, "eager")
+    native = run(program, "native")
+    with pyframe.dynamo.installed():
+        ours = run(program, "pyframe")
+    problems = differences(ours, native)
+    return {
+        "tally": tally(native),
+        "native != eager": differences(native, eager, counts=False),
+        "pyframe != native": problems,
+        "eager": repr(eager) if problems else None,
+    }
 
 
 # By hand, once: every feature in one program; the compiling call of f draws
@@ -339,19 +358,22 @@ def f(x, n):
 @example(EVERYTHING)
 def test_generated_programs_compile_on_pyframe_as_natively(program):
     note(f"program:{program!r}")
-    eager = run(program, "eager")
-    native = run(program, "native")
-    with pyframe.dynamo.installed():
-        ours = run(program, "pyframe")
-    tally(native)
-    if differences(native, eager, counts=False):
-        SUMMARY["native != eager"] += 1
-    problems = differences(ours, native)
-    if problems:
+    try:
+        found = forked.call(compare, program, timeout=CHILD_TIMEOUT)
+    except forked.ChildFailed:
+        SUMMARY["programs"] += 1
+        SUMMARY["children failed"] += 1
+        SUMMARY.setdefault("first failure at program", SUMMARY["programs"])
+        raise
+    SUMMARY.update(found["tally"])
+    SUMMARY["native != eager"] += bool(found["native != eager"])
+    if SUMMARY["programs"] % PROGRESS == 0:
+        report("dynamo fuzz so far: ")
+    if found["pyframe != native"]:
         SUMMARY["pyframe != native"] += 1
-        SUMMARY.setdefault("first difference at program", SUMMARY["programs"])
-        note(f"eager: {eager!r}")
-        raise AssertionError("pyframe != native:\n" + "\n".join(problems))
+        SUMMARY.setdefault("first failure at program", SUMMARY["programs"])
+        note(f"eager: {found['eager']}")
+        raise AssertionError("pyframe != native:\n" + "\n".join(found["pyframe != native"]))
 
 
 def test_the_generator_writes_what_it_promises():
