@@ -348,6 +348,7 @@ def f(x, n):
     deadline=None,
     derandomize=DERANDOMIZE,
     database=None,
+    print_blob=True,  # a failure says how to draw its program again: @reproduce_failure
     suppress_health_check=[
         HealthCheck.too_slow,
         HealthCheck.data_too_large,
