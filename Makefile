@@ -77,10 +77,12 @@ valgrind:  ## the tests that drive cframe/ hardest under valgrind memcheck, ever
 	for v in $(VERSIONS); do tools/valgrind.sh $$v || exit 1; done
 
 FUZZ_EXAMPLES ?= 5000
-fuzz: dev  ## a long run of the generated-programs test (FUZZ_EXAMPLES=5000) on every version
+FUZZ_DYNAMO_EXAMPLES ?= 20000
+fuzz: dev $(TOOLS)/bin/tox  ## long runs of the generated-programs tests: the frame layer's (FUZZ_EXAMPLES=5000) on every version, then torch.compile on pyframe against native (FUZZ_DYNAMO_EXAMPLES=20000, tox -e fuzz-dynamo)
 	cd tests && for v in $(VERSIONS); do \
 	  PYFRAME_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) ../.venv-$$v/bin/python -m pytest -p no:cacheprovider -q test_generated.py || exit 1; \
 	done
+	PYFRAME_FUZZ_EXAMPLES=$(FUZZ_DYNAMO_EXAMPLES) $(TOOLS)/bin/tox run -e fuzz-dynamo -- -q
 
 bench: $(TOOLS)/bin/tox  ## the overhead benchmark (release builds, 7 rounds) on every version, and a warm torch.compile call on pyframe.dynamo against native Dynamo (bench-dynamo); JSON in build/
 	$(TOOLS)/bin/tox run -e $(subst py,bench-py,$(TOX_PY)),bench-dynamo
