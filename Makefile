@@ -84,8 +84,8 @@ fuzz: dev $(TOOLS)/bin/tox  ## long runs of the generated-programs tests: the fr
 	done
 	PYFRAME_FUZZ_EXAMPLES=$(FUZZ_DYNAMO_EXAMPLES) $(TOOLS)/bin/tox run -e fuzz-dynamo -- -q
 
-bench: $(TOOLS)/bin/tox  ## the overhead benchmark (release builds, 7 rounds) on every version, and a warm torch.compile call on pyframe.dynamo against native Dynamo (bench-dynamo); JSON in build/
-	$(TOOLS)/bin/tox run -e $(subst py,bench-py,$(TOX_PY)),bench-dynamo
+bench: $(TOOLS)/bin/tox  ## the overhead benchmark (release builds, 7 rounds) on every version, and torch.compile'd calls eagerly, natively and on pyframe.dynamo on every version (bench-dynamo-py3XX); JSON in build/
+	$(TOOLS)/bin/tox run -e $(subst py,bench-py,$(TOX_PY)),$(subst py,bench-dynamo-py,$(TOX_PY))
 
 clean:  ## remove builds, venvs and caches
 	rm -rf build dist *.egg-info .tox $(TOOLS) $(VENV) .venv-3.1* .venv-asan-3.1* .venv-valgrind-3.1* pyframe/_cframe.c pyframe/*.so docs/_build

@@ -1,30 +1,36 @@
 """What a warm call of a torch.compile'd function costs on pyframe's frame
-layer (pyframe.dynamo.install()) against TorchDynamo's own C layer.
+layer (pyframe.dynamo.install()) against TorchDynamo's own C layer, and
+against the function run eagerly.
 
     python benchmarks/bench_dynamo.py [--rounds N] [--workloads ...] [--json out.json]
-                                      [--instructions]
+                                      [--instructions [NAME ...]]
 
-Both sides run in this one process, on the same workloads: each round times
-batches of warm calls natively, then installs pyframe.dynamo, times the same
-batches through a second torch.compile of the same function (compiled again
-in that round, untimed: uninstall() forgets pyframe's entries) and
-uninstalls; the sides' order alternates from one round to the next.  Time is
-the calling thread's CPU time (torch runs one intra-op thread here), so that
-a busy machine's other processes, which take the CPU away from this one, do
+Three sides run in this one process, on the same workloads
+(dynamo_workloads.py): the function itself (eager), its torch.compile run
+natively, and a second torch.compile of it run under pyframe.dynamo.install()
+(installed for that side's batches only, compiled again each round, untimed:
+uninstall() forgets pyframe's entries).  Each round times every side, the
+side that goes first rotating from one round to the next.  Time is the
+calling thread's CPU time (torch runs one intra-op thread here), so that a
+busy machine's other processes, which take the CPU away from this one, do
 not count; a round's time is its fastest batch's mean.  The report gives
 microseconds per call for each side, the best round and the median round,
-and their ratios (pyframe / native).  --instructions also counts, under
-valgrind's callgrind, the instructions per warm call of x + 1 (eager
-backend) on each side: exact, and the same on a busy machine.
+the ratio pyframe / native and the overhead ratio (pyframe - eager) /
+(native - eager): the share of Dynamo's own cost over eager that remains on
+pyframe.  --instructions also counts, under valgrind's callgrind, the
+instructions per warm call on each side (x + 1 with the eager backend, or
+the eager-backend workloads named): exact, and the same on a busy machine.
 
-The workloads run on the CPU; a 2-element tensor makes the call's work
-small, so what is measured is the frame layer's part (the compile wrapper,
-the cache lookup, the guards), not the kernels.  Needs torch (2.11-2.15);
-the gpt2 workload needs transformers too (random weights, nothing
-downloaded).
+The workloads run on the CPU.  In the one-graph ones a 2-element tensor
+makes the call's work small, so what is measured is the frame layer's part
+(the compile wrapper, the cache lookup, the guards), not the kernels; in
+the graph-break ones, also the Python that runs between the graphs.  Needs
+torch (2.11-2.15); the gpt2 workloads need transformers too (random
+weights, nothing downloaded).
 """
 
 import argparse
+import contextlib
 import gc
 import json
 import os
@@ -37,6 +43,11 @@ import sys
 import tempfile
 import time
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+from dynamo_workloads import BY_NAME, WORKLOADS  # noqa: E402  (beside this file)
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
@@ -48,62 +59,9 @@ BATCHES = 5
 # callgrind: instructions of (LARGE - SMALL) warm calls, in two processes,
 # so that start-up, imports and compiling cancel out.
 INSTRUCTION_CALLS = (200, 1200)
-
-
-# ---- the workloads -----------------------------------------------------------------------
-
-
-def _add_one(x):
-    return x + 1
-
-
-def _mul_add_relu_sum(x, y):
-    return (x * y + 1).relu().sum()
-
-
-def _tensor_add_one(torch):
-    return _add_one, (torch.ones(2),)
-
-
-def _tensor_mul_add(torch):
-    return _mul_add_relu_sum, (torch.ones(2), torch.full((2,), 2.0))
-
-
-def _gpt2(torch):
-    import transformers
-
-    config = transformers.GPT2Config(
-        n_layer=2, n_embd=64, n_head=4, n_positions=64, vocab_size=512, use_cache=False
-    )
-    torch.manual_seed(0)
-    model = transformers.GPT2Model(config).eval()
-    return model, (torch.randint(0, 512, (1, 16)),)
-
-
-class Workload:
-    def __init__(self, name, describe, make, options, calls, needs=()):
-        self.name = name
-        self.describe = describe
-        self.make = make  # make(torch) -> (function or module, args)
-        self.options = options  # torch.compile's keyword arguments
-        self.calls = calls  # warm calls per timed batch
-        self.needs = needs  # modules it imports besides torch
-
-
-WORKLOADS = [
-    Workload("add-eager", "x + 1, backend='eager'", _tensor_add_one, {"backend": "eager"}, 1000),
-    Workload("add-inductor", "x + 1, inductor", _tensor_add_one, {}, 1000),
-    Workload("mul-add-relu-sum", "(x * y + 1).relu().sum(), inductor", _tensor_mul_add, {}, 1000),
-    Workload(
-        "gpt2",
-        "GPT-2 forward, 2 layers, 16 tokens (transformers, random weights), inductor",
-        _gpt2,
-        {},
-        100,
-        ("transformers",),
-    ),
-]
-BY_NAME = {w.name: w for w in WORKLOADS}
+# What callgrind can count: the eager backend's workloads (inductor's CPU
+# kernels use instructions, AVX-512, that valgrind cannot run).
+CALLGRIND_OK = [w.name for w in WORKLOADS if w.options.get("backend") == "eager"]
 
 
 # ---- timing ------------------------------------------------------------------------------
@@ -138,20 +96,24 @@ def _timed(compiled, args, n, grad):
         gc.enable()
 
 
-class Side:
-    """One side of the comparison for one workload: its own torch.compile of
-    the workload's function (its own OptimizedModule for a model)."""
+SIDES = ("eager", "native", "pyframe")
 
-    def __init__(self, torch, workload, on_pyframe):
-        self.on_pyframe = on_pyframe
+
+class Side:
+    """One side of the comparison for one workload: the function itself
+    (eager), or its own torch.compile of it (its own OptimizedModule for a
+    model), run natively or under pyframe.dynamo.install()."""
+
+    def __init__(self, torch, workload, name):
+        self.name = name
         self.fn, self.args = workload.make(torch)
-        self.compiled = torch.compile(self.fn, **workload.options)
+        self.compiled = self.fn if name == "eager" else torch.compile(self.fn, **workload.options)
         self.times = []
 
     def run_round(self, torch, calls):
         import pyframe.dynamo
 
-        if not self.on_pyframe:
+        if self.name != "pyframe":
             self._measure(torch, calls)
             return
         pyframe.dynamo.install()
@@ -168,17 +130,35 @@ class Side:
         )
 
 
-def _check_same(torch, workload, native, on_pyframe):
+def _check_same(torch, workload, sides):
     import pyframe.dynamo
 
     grad = torch.set_grad_enabled
-    expected = _calls(native.compiled, native.args, 1, grad)
-    with pyframe.dynamo.installed():
-        got = _calls(on_pyframe.compiled, on_pyframe.args, 1, grad)
-    if hasattr(expected, "last_hidden_state"):
-        expected, got = expected.last_hidden_state, got.last_hidden_state
-    if not torch.allclose(expected, got, rtol=1e-4, atol=1e-5):
-        raise SystemExit("bench_dynamo.py: %s gives different results on pyframe" % workload.name)
+    results = {}
+    for side in sides:
+        with pyframe.dynamo.installed() if side.name == "pyframe" else contextlib.nullcontext():
+            result = _calls(side.compiled, side.args, 1, grad)
+        results[side.name] = getattr(result, "last_hidden_state", result)
+    expected = results["native"]
+    for name in ("eager", "pyframe"):
+        got = results[name]
+        same = (
+            torch.allclose(expected, got, rtol=1e-4, atol=1e-5)
+            if expected.is_floating_point()
+            else torch.equal(expected, got)
+        )
+        if not same:
+            raise SystemExit(
+                "bench_dynamo.py: %s gives different results %s"
+                % (workload.name, "on pyframe" if name == "pyframe" else "eagerly than compiled")
+            )
+
+
+def _overhead_ratio(times):
+    """pyframe's cost over eager divided by native's (None where native
+    costs no more than eager: no overhead to divide by)."""
+    native = times["native"] - times["eager"]
+    return (times["pyframe"] - times["eager"]) / native if native > 0 else None
 
 
 def run_timing(torch, workloads, rounds, progress):
@@ -190,29 +170,26 @@ def run_timing(torch, workloads, rounds, progress):
             report[workload.name] = {"unavailable": reason}
             continue
         progress("%s: compiling both sides" % workload.name)
-        native = Side(torch, workload, on_pyframe=False)
-        on_pyframe = Side(torch, workload, on_pyframe=True)
-        _check_same(torch, workload, native, on_pyframe)
+        sides = [Side(torch, workload, name) for name in SIDES]
+        _check_same(torch, workload, sides)
         for r in range(rounds):
             progress("%s: round %d of %d" % (workload.name, r + 1, rounds))
-            sides = (native, on_pyframe) if r % 2 == 0 else (on_pyframe, native)
-            for side in sides:
+            for side in sides[r % 3 :] + sides[: r % 3]:  # each side first in turn
                 side.run_round(torch, workload.calls)
-        native_best, pyframe_best = min(native.times), min(on_pyframe.times)
-        native_median = statistics.median(native.times)
-        pyframe_median = statistics.median(on_pyframe.times)
-        report[workload.name] = {
+        best = {side.name: min(side.times) for side in sides}
+        median = {side.name: statistics.median(side.times) for side in sides}
+        entry = report[workload.name] = {
             "describe": workload.describe,
             "calls_per_batch": workload.calls,
-            "native_us": native_best,
-            "pyframe_us": pyframe_best,
-            "ratio": pyframe_best / native_best,
-            "native_median_us": native_median,
-            "pyframe_median_us": pyframe_median,
-            "median_ratio": pyframe_median / native_median,
-            "native_rounds_us": native.times,
-            "pyframe_rounds_us": on_pyframe.times,
+            "ratio": best["pyframe"] / best["native"],
+            "median_ratio": median["pyframe"] / median["native"],
+            "overhead_ratio": _overhead_ratio(best),
+            "median_overhead_ratio": _overhead_ratio(median),
         }
+        for side in sides:
+            entry[side.name + "_us"] = best[side.name]
+            entry[side.name + "_median_us"] = median[side.name]
+            entry[side.name + "_rounds_us"] = side.times
     return report
 
 
@@ -231,7 +208,7 @@ def instructions_child(side, name, calls):
     if side == "pyframe":
         pyframe.dynamo.install()
     fn, args = workload.make(torch)
-    compiled = torch.compile(fn, **workload.options)
+    compiled = fn if side == "eager" else torch.compile(fn, **workload.options)
     _calls(compiled, args, WARMUP_CALLS, torch.set_grad_enabled)
     _calls(compiled, args, calls, torch.set_grad_enabled)
     if side == "pyframe":
@@ -246,7 +223,7 @@ def run_instructions(names, progress):
     with tempfile.TemporaryDirectory() as scratch:
         for name in names:
             entry = report[name] = {}
-            for side in ("native", "pyframe"):
+            for side in SIDES:
                 counts = []
                 for calls in (small, large):
                     progress("instructions: %s, %s, %d calls under callgrind" % (name, side, calls))
@@ -274,52 +251,74 @@ def run_instructions(names, progress):
                     counts.append(int(found.group(1).replace(",", "")))
                 entry[side] = (counts[1] - counts[0]) / (large - small)
             entry["ratio"] = entry["pyframe"] / entry["native"]
+            entry["overhead_ratio"] = _overhead_ratio(entry)
     return report
 
 
 # ---- report ------------------------------------------------------------------------------
 
 
+def _format_overhead(ratio):
+    return "%5.2f" % ratio if ratio is not None else "    -"
+
+
 def format_report(meta, timing, instructions):
     lines = [
-        "pyframe.dynamo.install() against TorchDynamo's C layer: one warm call of a "
-        "torch.compile'd function",
+        "pyframe.dynamo.install() against TorchDynamo's C layer: warm calls of "
+        "torch.compile'd functions",
         "%s; torch %s (%d thread); pyframe %s; %d rounds"
         % (meta["python"], meta["torch"], meta["torch_threads"], meta["pyframe"], meta["rounds"]),
         "",
-        "us of CPU time per call: best round / median round (a round: the fastest of %d batches)"
+        "us of CPU time per call: best round / median round (a round: the fastest of %d batches);"
         % BATCHES,
+        "ratio: pyframe / native; overhead: (pyframe - eager) / (native - eager)",
         "",
-        "  %-18s %15s %15s %11s  %s" % ("workload", "native us", "pyframe us", "ratio", "what"),
+        "  %-17s %15s %15s %15s %11s %12s"
+        % ("workload", "eager us", "native us", "pyframe us", "ratio", "overhead"),
     ]
+    described = []
     for name, entry in timing.items():
         if "unavailable" in entry:
-            lines.append("  %-18s not available: %s" % (name, entry["unavailable"]))
+            lines.append("  %-17s not available: %s" % (name, entry["unavailable"]))
             continue
         lines.append(
-            "  %-18s %7.1f /%6.1f %7.1f /%6.1f %5.2f /%4.2f  %s"
+            "  %-17s %7.1f /%6.1f %7.1f /%6.1f %7.1f /%6.1f %5.2f /%4.2f %s /%s"
             % (
                 name,
+                entry["eager_us"],
+                entry["eager_median_us"],
                 entry["native_us"],
                 entry["native_median_us"],
                 entry["pyframe_us"],
                 entry["pyframe_median_us"],
                 entry["ratio"],
                 entry["median_ratio"],
-                entry["describe"],
+                _format_overhead(entry["overhead_ratio"]),
+                _format_overhead(entry["median_overhead_ratio"]),
             )
         )
+        described.append("  %-17s %s" % (name, entry["describe"]))
+    if described:
+        lines += [""] + described
     if instructions is not None:
         lines += [
             "",
             "instructions per warm call (callgrind; %d calls minus %d, each in a fresh process)"
             % (INSTRUCTION_CALLS[1], INSTRUCTION_CALLS[0]),
-            "  %-18s %12s %12s %9s" % ("workload", "native", "pyframe", "ratio"),
+            "  %-17s %12s %12s %12s %9s %9s"
+            % ("workload", "eager", "native", "pyframe", "ratio", "overhead"),
         ]
         for name, entry in instructions.items():
             lines.append(
-                "  %-18s %12.0f %12.0f %9.3f"
-                % (name, entry["native"], entry["pyframe"], entry["ratio"])
+                "  %-17s %12.0f %12.0f %12.0f %9.3f %9s"
+                % (
+                    name,
+                    entry["eager"],
+                    entry["native"],
+                    entry["pyframe"],
+                    entry["ratio"],
+                    _format_overhead(entry["overhead_ratio"]),
+                )
             )
     return "\n".join(lines)
 
@@ -339,13 +338,21 @@ def parse_args(argv):
     parser.add_argument("--json", metavar="PATH", help="also write the results here")
     parser.add_argument(
         "--instructions",
-        action="store_true",
-        help="also count instructions per warm call of add-eager under callgrind (about 8 minutes)",
+        nargs="*",
+        metavar="NAME",
+        help="also count instructions per warm call under callgrind, of add-eager (about 10 "
+        "minutes) or of the workloads named (eager backend only: %s)" % ", ".join(CALLGRIND_OK),
     )
     parser.add_argument("--instructions-child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.rounds < 0:
         parser.error("--rounds must be >= 0")
+    for name in args.instructions or ():
+        if name not in CALLGRIND_OK:
+            parser.error(
+                "--instructions: %r cannot be counted; expected one of %s"
+                % (name, ", ".join(CALLGRIND_OK))
+            )
     return args
 
 
@@ -369,9 +376,10 @@ def main(argv=None):
     torch.set_num_threads(1)
     workloads = [BY_NAME[n] for n in args.workloads] if args.workloads else WORKLOADS
     timing = run_timing(torch, workloads, args.rounds, progress) if args.rounds else {}
-    # Only the eager backend: inductor's kernels use instructions (AVX-512)
-    # that valgrind cannot run.
-    instructions = run_instructions(["add-eager"], progress) if args.instructions else None
+    if args.instructions is None:
+        instructions = None
+    else:
+        instructions = run_instructions(args.instructions or ["add-eager"], progress)
     meta = {
         "python": "%s %s" % (platform.python_implementation(), platform.python_version()),
         "platform": "%s %s" % (platform.system(), platform.machine()),
