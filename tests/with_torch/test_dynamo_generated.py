@@ -127,6 +127,7 @@ class Call:
     outcome: tuple  # ("returned", value) or ("raised", type name, message)
     printed: str
     draws: tuple  # Python's and torch's random streams after the call
+    grad: bool  # torch.is_grad_enabled() after the call
 
 
 @dataclass
@@ -165,7 +166,7 @@ def call(f, arguments):
     with contextlib.redirect_stdout(printed):
         result = outcome(f, *args)
     draws = (random.random(), random.random(), torch.rand(2).tolist())
-    return Call(result, printed.getvalue(), draws)
+    return Call(result, printed.getvalue(), draws, torch.is_grad_enabled())
 
 
 def counts(counter):
@@ -191,6 +192,11 @@ def run(program, mode):
     """The program's calls, "eager" or compiled ("native", "pyframe"); in a
     child process that runs no collection but Dynamo's own (compare())."""
     torch._dynamo.reset()
+    # What an earlier run left behind: native Dynamo (torch 2.13, 2.15) does
+    # not restore grad mode when compiled code raises inside `with
+    # torch.no_grad()` (eager does), and a run that starts with grad mode
+    # off traces the block without its two set_grad_enabled calls.
+    torch.set_grad_enabled(True)
     # Dynamo's collections (gc.collect(1) after each compile) see only what
     # this run makes: what earlier runs left is frozen.
     gc.freeze()
@@ -242,6 +248,8 @@ def differences(got, want, counts=True):
             found.append(f"{where} printed {g.printed!r} != {w.printed!r}")
         if g.draws != w.draws:
             found.append(f"{where}: random draws after it {g.draws!r} != {w.draws!r}")
+        if g.grad != w.grad:
+            found.append(f"{where}: grad mode after it {g.grad!r} != {w.grad!r}")
     if not same(got.globals, want.globals):
         found.append(f"globals G, LOG: {got.globals!r} != {want.globals!r}")
     if counts:
