@@ -370,6 +370,13 @@ pyframe_owner_free(pyframe_owner *owner)
     drop_batch_finish(&batch);
 }
 
+void
+pyframe_owner_set_regions(pyframe_owner *owner, PyObject *lookup, PyObject *run)
+{
+    owner->lookup_region = lookup;
+    owner->run_region = run;
+}
+
 /* ---- reset and inspection ------------------------------------------------- */
 
 static void

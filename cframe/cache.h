@@ -23,6 +23,11 @@ struct pyframe_owner {
     uint64_t serial;
     int limit;          /* entries per code object; < 0: the global limit */
     PyObject *self;     /* Borrowed: the pyframe.Cache whose lifetime this is */
+    /* Borrowed from `self` (Cache.set_regions), or NULL: what makes the
+     * context managers entered around a frame's lookup and around running
+     * an entry's code (eval_frame.c). */
+    PyObject *lookup_region;
+    PyObject *run_region;
 };
 
 /* A remembered decision of one owner about one code object. */

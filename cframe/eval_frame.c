@@ -24,7 +24,13 @@ static PyObject *decide(PyThreadState *tstate, _PyInterpreterFrame *frame, threa
                         code_state *state);
 static int cache_lookup(PyThreadState *tstate, thread_hook *thread, _PyInterpreterFrame *frame,
                         code_state *state, pyframe_owner *owner, PyObject **code,
-                        int *keeps_function);
+                        int *keeps_function, PyObject **found_guard);
+static PyObject *region_enter(thread_hook *thread, PyThreadState *tstate, PyObject *make,
+                              PyObject *arg);
+static void region_exit(PyThreadState *tstate, PyObject *manager);
+static PyObject *run_in_region(PyThreadState *tstate, _PyInterpreterFrame *frame,
+                               thread_hook *thread, PyObject *region, PyObject *guard,
+                               int decision, PyObject *code, int keeps_function, int fresh);
 static int ask_callback(thread_hook *thread, PyThreadState *tstate, _PyInterpreterFrame *frame,
                         PyObject *callback, PyObject **code, PyObject **guard,
                         PyObject **depends);
@@ -108,7 +114,7 @@ intercept(PyThreadState *tstate, _PyInterpreterFrame *frame, thread_hook *thread
             return hook_skipped_eval(tstate, frame, 0);
         }
         if (decision == PYFRAME_RUN && state->count > 0 && state->entries[0].owner == owner
-                && state->entries[0].guard == NULL) {
+                && state->entries[0].guard == NULL && owner->run_region == NULL) {
             return run_first_entry(tstate, frame, state);
         }
     }
@@ -142,6 +148,7 @@ decide(PyThreadState *tstate, _PyInterpreterFrame *frame, thread_hook *thread,
     PyObject *code = NULL;               /* Owned: replacement code. */
     PyObject *guard = NULL;              /* Owned. */
     PyObject *depends = NULL;            /* Owned. */
+    PyObject *entry_guard = NULL;        /* Owned: the guard of the entry made, for its region. */
     drop_batch batch = DROP_BATCH_INIT;
     int action, keeps_function = 0;
     int decision = PYFRAME_RUN;
@@ -155,11 +162,28 @@ decide(PyThreadState *tstate, _PyInterpreterFrame *frame, thread_hook *thread,
         }
         run_only |= decision != PYFRAME_RUN;
         if (state->count > 0) {
-            int found = cache_lookup(tstate, thread, frame, state, owner, &code, &keeps_function);
+            PyObject *region = owner->lookup_region != NULL   /* Owned, or NULL */
+                ? region_enter(thread, tstate, owner->lookup_region, NULL) : NULL;
+            /* Owned, or NULL: the guards may change the cache's regions. */
+            PyObject *run_region = Py_XNewRef(owner->run_region);
+            int found = cache_lookup(tstate, thread, frame, state, owner, &code, &keeps_function,
+                                     run_region != NULL ? &guard : NULL);
+            region_exit(tstate, region);
+            if (found <= 0) {
+                Py_XDECREF(run_region);
+            }
             if (found < 0) {
                 goto error;
             }
             if (found) {
+                if (run_region != NULL) {
+                    PyObject *result = run_in_region(tstate, frame, thread, run_region, guard,
+                                                     decision, code, keeps_function, 1);
+                    Py_XDECREF(guard);
+                    Py_DECREF(run_region);
+                    Py_DECREF(cache);
+                    return result;
+                }
                 Py_DECREF(cache);
                 return run_cached(tstate, frame, thread, decision, code, keeps_function, 1);
             }
@@ -215,6 +239,7 @@ decide(PyThreadState *tstate, _PyInterpreterFrame *frame, thread_hook *thread,
             if (state == NULL) {
                 goto error;
             }
+            entry_guard = Py_XNewRef(guard);
             int inserted = cache_insert(state, owner, Py_NewRef(code), guard, depends,
                                         keeps_function, &batch);
             guard = depends = NULL;   /* cache_insert stole them */
@@ -223,6 +248,15 @@ decide(PyThreadState *tstate, _PyInterpreterFrame *frame, thread_hook *thread,
             }
             drop_batch_finish(&batch);   /* the frame is intact: Python may run */
         }
+        if (owner->run_region != NULL) {
+            /* With the guard of the entry just made; None uncached. */
+            PyObject *result = run_in_region(tstate, frame, thread, owner->run_region,
+                                             entry_guard, decision, code, keeps_function, 0);
+            Py_XDECREF(entry_guard);
+            Py_DECREF(cache);
+            return result;
+        }
+        Py_XDECREF(entry_guard);
         Py_DECREF(cache);
         return run_cached(tstate, frame, thread, decision, code, keeps_function, 0);
     default:
@@ -233,6 +267,7 @@ decide(PyThreadState *tstate, _PyInterpreterFrame *frame, thread_hook *thread,
 error:
     Py_XDECREF(code);
     Py_XDECREF(guard);
+    Py_XDECREF(entry_guard);
     Py_XDECREF(depends);
     drop_batch_finish(&batch);   /* entries cache_insert took out before it failed */
     Py_DECREF(cache);
@@ -242,10 +277,13 @@ error:
 
 /* Looks for an entry of `owner` whose guard accepts the frame.  1: found,
  * *code set (new reference; the frame's own code for an entry that runs the
- * original) and *keeps_function; 0: none; -1: a guard raised. */
+ * original), *keeps_function and, unless `found_guard` is NULL, *found_guard
+ * (new reference, or NULL for an entry without one); 0: none; -1: a guard
+ * raised. */
 static int
 cache_lookup(PyThreadState *tstate, thread_hook *thread, _PyInterpreterFrame *frame,
-             code_state *state, pyframe_owner *owner, PyObject **code, int *keeps_function)
+             code_state *state, pyframe_owner *owner, PyObject **code, int *keeps_function,
+             PyObject **found_guard)
 {
     PyObject *locals = NULL;   /* Owned; built once, for the first guard. */
     int found = 0;
@@ -296,6 +334,9 @@ cache_lookup(PyThreadState *tstate, thread_hook *thread, _PyInterpreterFrame *fr
         *code = Py_NewRef(state->entries[i].runs_original ? (PyObject *)state->code
                                                           : state->entries[i].code);
         *keeps_function = state->entries[i].keeps_function;
+        if (found_guard != NULL) {
+            *found_guard = Py_XNewRef(state->entries[i].guard);
+        }
         if (i > 0) {
             cache_move_to_front(state, i);
         }
@@ -309,6 +350,75 @@ cache_lookup(PyThreadState *tstate, thread_hook *thread, _PyInterpreterFrame *fr
         Py_XDECREF(locals);
     }
     return found;
+}
+
+/* ---- regions around the lookup and the run (Cache.set_regions) ------------ */
+
+/* `make(arg)` (make() when `arg` is NULL) and its __enter__(), run as the
+ * callback is.  The context manager (Owned), or NULL: a region that fails is
+ * reported as unraisable and left out, and the frame runs as without it. */
+static PyObject *
+region_enter(thread_hook *thread, PyThreadState *tstate, PyObject *make, PyObject *arg)
+{
+    PyObject *manager;   /* Owned. */
+    PyObject *entered;   /* Owned. */
+
+    make = Py_NewRef(make);   /* the call may take it off the cache */
+    hook_user_python_enter(thread, tstate);
+    manager = arg != NULL ? PyObject_CallOneArg(make, arg) : PyObject_CallNoArgs(make);
+    entered = manager != NULL ? PyObject_CallMethod(manager, "__enter__", NULL) : NULL;
+    hook_user_python_leave(thread, tstate);
+    if (entered == NULL) {
+        PyErr_WriteUnraisable(make);
+        Py_XDECREF(manager);
+        manager = NULL;
+    }
+    Py_XDECREF(entered);
+    Py_DECREF(make);
+    return manager;
+}
+
+/* `manager.__exit__(None, None, None)` (stolen; NULL: nothing), whatever the
+ * frame raised kept for its caller.  The thread's state is looked up again:
+ * the frame that ran in the region may have taken the thread's callback
+ * away. */
+static void
+region_exit(PyThreadState *tstate, PyObject *manager)
+{
+    thread_hook *thread = hook_thread;   /* Borrowed. */
+    PyObject *pending;                   /* Owned. */
+    PyObject *result;                    /* Owned. */
+
+    if (manager == NULL) {
+        return;
+    }
+    pending = PyErr_GetRaisedException();
+    if (thread != NULL) {
+        hook_user_python_enter(thread, tstate);
+    }
+    result = PyObject_CallMethod(manager, "__exit__", "OOO", Py_None, Py_None, Py_None);
+    if (thread != NULL) {
+        hook_user_python_leave(thread, tstate);
+    }
+    if (result == NULL) {
+        PyErr_WriteUnraisable(manager);
+    }
+    Py_XDECREF(result);
+    Py_DECREF(manager);
+    PyErr_SetRaisedException(pending);
+}
+
+/* run_cached() inside `region(guard)` (guard NULL: None).  Out of line: the
+ * hit path without regions stays as it was. */
+static Py_NO_INLINE PyObject *
+run_in_region(PyThreadState *tstate, _PyInterpreterFrame *frame, thread_hook *thread,
+              PyObject *region, PyObject *guard, int decision, PyObject *code,
+              int keeps_function, int fresh)
+{
+    PyObject *manager = region_enter(thread, tstate, region, guard != NULL ? guard : Py_None);
+    PyObject *result = run_cached(tstate, frame, thread, decision, code, keeps_function, fresh);
+    region_exit(tstate, manager);
+    return result;
 }
 
 /* ---- asking the callback ------------------------------------------------------ */

@@ -109,6 +109,11 @@ int pyframe_hook_installed(void);
  * `owner` argument of NULL means every owner. */
 pyframe_owner *pyframe_owner_new(PyObject *self, int limit);  /* NULL with MemoryError */
 void pyframe_owner_free(pyframe_owner *owner);   /* drops its entries, untold */
+/* Cache.set_regions: `lookup` and `run` (Borrowed: the Cache holds them;
+ * NULL: none) make the context managers entered around the guard calls of
+ * each frame with entries of the owner, and around running an entry's code
+ * (called with the entry's guard, or None). */
+void pyframe_owner_set_regions(pyframe_owner *owner, PyObject *lookup, PyObject *run);
 int pyframe_reset_code(PyObject *code, pyframe_owner *owner);
 int pyframe_reset_all(pyframe_owner *owner);
 /* The owner's decision about `code` set from outside a callback, as if its

@@ -66,7 +66,7 @@ autodoc_typehints = "signature"
 # inventory this offline build cannot fetch.
 nitpicky = True
 nitpick_ignore_regex = [
-    (r"py:.*", r"(types|typing|collections\.abc|weakref)\..*"),
+    (r"py:.*", r"(types|typing|collections\.abc|contextlib|weakref)\..*"),
     (r"py:.*", r"(Any|Final|Literal|TypeAlias|NoReturn)"),
     (r"py:class", r"_Sentinel"),  # the sentinels' private type; see the reference
 ]

@@ -6,6 +6,7 @@ Examples are in docs/reference/, where they are run as tests.
 """
 
 from collections.abc import Callable, Iterable, Mapping
+from contextlib import AbstractContextManager
 from types import CellType, CodeType, FrameType, TracebackType
 from typing import Any, Final, Literal, TypeAlias, final
 
@@ -170,6 +171,29 @@ class Cache:
     @property
     def on_drop(self) -> OnDrop | None:
         """The callable told of dropped entries, or None."""
+    @property
+    def lookup_region(self) -> Callable[[], AbstractContextManager[Any]] | None:
+        """What :meth:`set_regions` was given as `lookup`, or None."""
+    @property
+    def run_region(self) -> Callable[[Any], AbstractContextManager[Any]] | None:
+        """What :meth:`set_regions` was given as `run`, or None."""
+    def set_regions(
+        self,
+        *,
+        lookup: Callable[[], AbstractContextManager[Any]] | None = None,
+        run: Callable[[Any], AbstractContextManager[Any]] | None = None,
+    ) -> None:
+        """Context managers around this cache's work, for a JIT's profiler
+        annotations: ``lookup()``'s around the guard calls of each frame that
+        has entries of this cache, ``run(guard)``'s around running an entry's
+        code, cached or just made (`guard`: the entry's; None for an entry
+        without one or an uncached replacement).  None: no region (the
+        default).  Both run as the callback does, unseen by this thread's
+        callback; an exception from either is reported as unraisable and the
+        frame runs without that region.
+
+        :raises TypeError: `lookup` or `run` is neither callable nor None.
+        """
 
 CallbackResult: TypeAlias = None | _Sentinel | CodeType | Compiled
 """What a callback may return: None (run the frame, ask again next time), one

@@ -25,6 +25,9 @@ cdef class Cache:
     cdef pyframe_owner *_owner
     cdef readonly object limit
     cdef readonly object on_drop
+    # set_regions(); the owner borrows them.
+    cdef readonly object lookup_region
+    cdef readonly object run_region
     cdef object __weakref__
 
     def __init__(self, *, limit=None, on_drop=None):
@@ -45,6 +48,28 @@ cdef class Cache:
 
     def __repr__(self):
         return "<pyframe.Cache limit=%r at %#x>" % (self.limit, id(self))
+
+    def set_regions(self, *, lookup=None, run=None):
+        """Context managers around this cache's work, for a JIT's profiler
+        annotations: ``lookup()``'s around the guard calls of each frame that
+        has entries of this cache, ``run(guard)``'s around running an entry's
+        code (`guard`: the entry's, None for an entry without one or for an
+        uncached replacement).  None: no region.  Both run as the callback
+        does (unseen by this thread's callback); an exception from either is
+        reported as unraisable and the frame runs without that region."""
+        for name, region in (("lookup", lookup), ("run", run)):
+            if region is not None and not callable(region):
+                raise TypeError("pyframe.Cache.set_regions() expects %s to be a callable "
+                                "returning a context manager, or None; got %s"
+                                % (name, _describe(region)))
+        if self._owner == NULL:
+            raise RuntimeError("pyframe.Cache.set_regions(): this pyframe.Cache was never "
+                               "initialized")
+        self.lookup_region = lookup
+        self.run_region = run
+        pyframe_owner_set_regions(self._owner,
+                                  <PyObject *>lookup if lookup is not None else NULL,
+                                  <PyObject *>run if run is not None else NULL)
 
 
 cdef pyframe_owner *_owner_of(str function, object cache) except NULL:

@@ -48,6 +48,7 @@ cdef extern from "pyframe.h":
     int pyframe_hook_installed()
     pyframe_owner *pyframe_owner_new(PyObject *self, int limit) except NULL
     void pyframe_owner_free(pyframe_owner *owner)
+    void pyframe_owner_set_regions(pyframe_owner *owner, PyObject *lookup, PyObject *run)
     int pyframe_reset_code(object code, pyframe_owner *owner) except -1
     int pyframe_reset_all(pyframe_owner *owner) except -1
     int pyframe_remember(object code, pyframe_owner *owner, int action) except -1
