@@ -24,7 +24,7 @@ import torch
 
 import pyframe
 
-from . import _cache, _compiled_runs, _frame_layer, _guard, _miss, _state
+from . import _cache, _compiled_runs, _frame_layer, _guard, _miss, _profiler, _state
 from . import _torch_compat as compat
 
 _lock = threading.RLock()
@@ -148,8 +148,10 @@ def install() -> None:
             # frame Dynamo would see: they never reach its callback.
             for code in _own_code_objects():
                 pyframe.remember(code, pyframe.SKIP_RECURSIVE, cache=_cache.CACHE)
+            _profiler.watch(patched)
         except BaseException:
             _undo(patched)
+            _profiler.follow(False)
             raise
         _patched = patched
 
@@ -164,7 +166,7 @@ def _own_code_objects() -> list[types.CodeType]:
             if isinstance(const, types.CodeType):
                 add(const)
 
-    for module in (_frame_layer, _miss, _guard, _compiled_runs, _cache, _state):
+    for module in (_frame_layer, _miss, _guard, _compiled_runs, _cache, _state, _profiler):
         for value in vars(module).values():
             members = vars(value).values() if isinstance(value, type) else (value,)
             for member in members:
@@ -205,6 +207,7 @@ def uninstall() -> None:
             [],
         )
         _give_back_state()
+        _profiler.follow(False)
         _cache.reset_all()
 
 
