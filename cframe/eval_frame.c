@@ -28,6 +28,9 @@ static int cache_lookup(PyThreadState *tstate, thread_hook *thread, _PyInterpret
 static PyObject *region_enter(thread_hook *thread, PyThreadState *tstate, PyObject *make,
                               PyObject *arg);
 static void region_exit(PyThreadState *tstate, PyObject *manager);
+static int lookup_in_regions(PyThreadState *tstate, thread_hook *thread,
+                             _PyInterpreterFrame *frame, code_state *state,
+                             pyframe_owner *owner, int decision, PyObject **result);
 static PyObject *run_in_region(PyThreadState *tstate, _PyInterpreterFrame *frame,
                                thread_hook *thread, PyObject *region, PyObject *guard,
                                int decision, PyObject *code, int keeps_function, int fresh);
@@ -162,29 +165,18 @@ decide(PyThreadState *tstate, _PyInterpreterFrame *frame, thread_hook *thread,
         }
         run_only |= decision != PYFRAME_RUN;
         if (state->count > 0) {
-            PyObject *region = owner->lookup_region != NULL   /* Owned, or NULL */
-                ? region_enter(thread, tstate, owner->lookup_region, NULL) : NULL;
-            /* Owned, or NULL: the guards may change the cache's regions. */
-            PyObject *run_region = Py_XNewRef(owner->run_region);
-            int found = cache_lookup(tstate, thread, frame, state, owner, &code, &keeps_function,
-                                     run_region != NULL ? &guard : NULL);
-            region_exit(tstate, region);
-            if (found <= 0) {
-                Py_XDECREF(run_region);
-            }
+            PyObject *result = NULL;   /* Owned: what the frame returned, when found */
+            int found = owner->lookup_region == NULL && owner->run_region == NULL
+                ? cache_lookup(tstate, thread, frame, state, owner, &code, &keeps_function, NULL)
+                : lookup_in_regions(tstate, thread, frame, state, owner, decision, &result);
             if (found < 0) {
                 goto error;
             }
             if (found) {
-                if (run_region != NULL) {
-                    PyObject *result = run_in_region(tstate, frame, thread, run_region, guard,
-                                                     decision, code, keeps_function, 1);
-                    Py_XDECREF(guard);
-                    Py_DECREF(run_region);
-                    Py_DECREF(cache);
-                    return result;
-                }
                 Py_DECREF(cache);
+                if (code == NULL) {
+                    return result;   /* run in the regions */
+                }
                 return run_cached(tstate, frame, thread, decision, code, keeps_function, 1);
             }
         }
@@ -406,6 +398,35 @@ region_exit(PyThreadState *tstate, PyObject *manager)
     Py_XDECREF(result);
     Py_DECREF(manager);
     PyErr_SetRaisedException(pending);
+}
+
+/* cache_lookup() for an owner with regions: inside its lookup region, and a
+ * found entry run inside its run region.  As cache_lookup() returns, with
+ * *result what the frame returned when found (the frame has run). */
+static Py_NO_INLINE int
+lookup_in_regions(PyThreadState *tstate, thread_hook *thread, _PyInterpreterFrame *frame,
+                  code_state *state, pyframe_owner *owner, int decision, PyObject **result)
+{
+    PyObject *region = owner->lookup_region != NULL   /* Owned, or NULL */
+        ? region_enter(thread, tstate, owner->lookup_region, NULL) : NULL;
+    /* Owned, or NULL: the guards may change the cache's regions. */
+    PyObject *run_region = Py_XNewRef(owner->run_region);
+    PyObject *code = NULL;    /* Owned. */
+    PyObject *guard = NULL;   /* Owned. */
+    int keeps_function = 0;
+    int found = cache_lookup(tstate, thread, frame, state, owner, &code, &keeps_function,
+                             &guard);
+
+    region_exit(tstate, region);
+    if (found > 0) {
+        *result = run_region != NULL
+            ? run_in_region(tstate, frame, thread, run_region, guard, decision, code,
+                            keeps_function, 1)
+            : run_cached(tstate, frame, thread, decision, code, keeps_function, 1);
+    }
+    Py_XDECREF(guard);
+    Py_XDECREF(run_region);
+    return found;
 }
 
 /* run_cached() inside `region(guard)` (guard NULL: None).  Out of line: the
