@@ -129,6 +129,8 @@ class DynamoHook:
                     return None
                 return SWITCH.callback_for(compat.fail_callback(self.callback))(frame)
         code = frame.f_code
+        if _state.lookup_event_without_entries is not None and not _cache.entries_of(code):
+            _state.lookup_event_without_entries()
         extra = _cache.extra_for(code)
         thread = _state.thread
         forced = thread.forced_miss is extra

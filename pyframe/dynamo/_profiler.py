@@ -7,7 +7,9 @@ them (pyframe.Cache.set_regions on Dynamo's cache), only while a torch
 profiler is on: torch.autograd.profiler._set_is_profiler_enabled, which
 torch.profiler.profile and torch.autograd.profiler.profile call as they start
 and stop, is wrapped while pyframe.dynamo is installed.  A profiler started
-from C++ alone (without those Python classes) is not seen.
+from C++ alone (without those Python classes) is not seen.  On torch 2.11 and
+2.12, whose C layer records the lookup event for a code with no entries too,
+the miss path records that (empty) event where pyframe makes no lookup.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from typing import Any
 import torch
 import torch.autograd.profiler
 
-from . import _cache
+from . import _cache, _state
+from . import _torch_compat as compat
 
 LOOKUP_EVENT = "TorchDynamo Cache Lookup"
 
@@ -32,12 +35,21 @@ def _run_region(guard: Any) -> Any:
     return _record_function(getattr(guard, "trace_annotation", "Unknown"))
 
 
+def _lookup_without_entries() -> None:
+    # The lookup of a code with no entries, which pyframe's C layer does not
+    # make (its callback is asked at once): an event with nothing in it.
+    with _record_function(LOOKUP_EVENT):
+        pass
+
+
 def follow(enabled: bool) -> None:
     """Dynamo's cache records the events while `enabled`."""
     if enabled:
         _cache.CACHE.set_regions(lookup=_lookup_region, run=_run_region)
     else:
         _cache.CACHE.set_regions()
+    record = enabled and compat.LOOKUP_EVENT_WITHOUT_ENTRIES
+    _state.lookup_event_without_entries = _lookup_without_entries if record else None
 
 
 def watch(patched: list[tuple[Any, str, Any]]) -> None:

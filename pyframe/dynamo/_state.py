@@ -37,6 +37,9 @@ guard_complete_hook: Any = None
 c_recursion_limit = -1
 # set_bytecode_debugger_callback: called with the Dynamo code about to run.
 bytecode_debugger_callback: Any = None
+# While a torch profiler is on, on a torch whose C layer records its lookup
+# event for a code with no entries too: records that event (_profiler).
+lookup_event_without_entries: Any = None
 # register_breakpoint_code: id(code) -> weak reference to it.
 breakpoint_codes: dict[int, weakref.ref[Any]] = {}
 

@@ -100,6 +100,15 @@ NATIVE = {name: getattr(native, name) for name in PRESENT}
 ENTRIES_LINKED = not hasattr(native, "_get_cache_entries_for_region")
 
 
+# torch 2.11/2.12: Dynamo's C layer records its "TorchDynamo Cache Lookup"
+# profiler event around every lookup it makes, a code's first (no entries
+# yet) included; 2.13 records it only for a code that has cache entries
+# (seen with tests/with_torch/test_dynamo_profiler.py natively: on 2.11.0 and
+# 2.12.1 the first call of a compiled function and every frame Dynamo is asked
+# about for the first time have the event, on 2.13.0-2.15.0 none does).
+LOOKUP_EVENT_WITHOUT_ENTRIES = RELEASE < (2, 13)
+
+
 # torch 2.11/2.12: Dynamo's compile wrapper of a fullgraph call sets
 # set_eval_frame_override(_EvalFrameOverride) for the call and sets the prior
 # value back after it: SKIP runs what compiled code calls with no callback,
