@@ -17,7 +17,8 @@ The aot_eager backend (AOTAutograd's forward and backward graphs, run
 eagerly) runs everywhere; inductor only where PYFRAME_TEST_SLOW=1 (tox's
 -models envs), since it compiles for seconds a graph on the CPU.  Inductor
 generates the same code for the same graph, and the run on pyframe loads the
-native run's kernels from inductor's cache: the comparison stays exact.
+native run's kernels from inductor's cache: the comparison stays exact (on
+one thread, both_ways).
 """
 
 import contextlib
@@ -56,24 +57,31 @@ def both_ways(program, backend="aot_eager", warm_up=False):
     program whose first run imports modules while Dynamo's callback is set
     (Dynamo is asked about each frame of those imports, in the first run
     only)."""
-    if warm_up:
-        training.reset()
-        program(Recorder(backend))
     runs = []
     # Inductor's CPU code sums some gradients (an embedding's) with atomic
     # adds across threads, so their last bits differ from run to run, natively
     # too (a parameter of the transformer by 1e-10 in CI): one thread makes
-    # every run's arithmetic the same, and the comparison exact.
+    # every run's arithmetic the same, and the comparison exact.  The thread
+    # count its kernels are generated for is pinned too (cpp.threads): torch
+    # 2.11's FX graph cache does not key on torch.get_num_threads(), so a
+    # kernel compiled for two threads earlier (the warm-up's, another test's)
+    # would otherwise be reused.
     threads = torch.get_num_threads()
+    pinned = contextlib.nullcontext()
     if backend == "inductor":
         torch.set_num_threads(1)
+        pinned = torch._inductor.config.patch({"cpp.threads": 1})
     try:
-        for install in (False, True):
-            training.reset()
-            recorder = Recorder(backend)
-            with pyframe.dynamo.installed() if install else contextlib.nullcontext():
-                trained = program(recorder)
-            runs.append((trained, training.dynamo_counts(recorder)))
+        with pinned:
+            if warm_up:
+                training.reset()
+                program(Recorder(backend))
+            for install in (False, True):
+                training.reset()
+                recorder = Recorder(backend)
+                with pyframe.dynamo.installed() if install else contextlib.nullcontext():
+                    trained = program(recorder)
+                runs.append((trained, training.dynamo_counts(recorder)))
     finally:
         torch.set_num_threads(threads)
     (native, native_counts), (ours, our_counts) = runs
