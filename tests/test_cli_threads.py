@@ -10,6 +10,7 @@ the tests check what must hold whatever the order.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import select
@@ -359,6 +360,25 @@ def test_threads_that_raise_exit_or_outlive_the_program() -> None:
     assert {f["thread"] for f in seen if f["qualname"] == "failing"} == {"failing"}
     assert {f["thread"] for f in seen if f["qualname"] == "leaving"} == {"leaving"}
     assert {f["thread"] for f in seen if f["qualname"] == "tick"} >= {"ticker"}
+
+
+def test_run_callback_in_every_thread() -> None:
+    plain = python("thread_ends.py")
+    result = pyframe_cli("run", "--callback", "counting_callback:by_thread", "thread_ends.py")
+    assert result.returncode == plain.returncode == 0
+    # The daemon thread outliving the program is let go, as under `locals`.
+    assert result.stdout == plain.stdout
+    assert result.stdout.endswith("main done\ndaemon let go True\nhook installed at exit False\n")
+    assert sorted(tracebacks(result.stderr)) == sorted(tracebacks(plain.stderr))
+    seen = re.search(r"^threads (.*)$", result.stderr, re.MULTILINE)
+    assert seen, result.stderr
+    threads = json.loads(seen.group(1))
+    assert threads["<module>"] == ["MainThread"]
+    assert threads["raw"] == threads["raw_failing"] == ["_thread"]
+    assert threads["failing"] == ["failing"]
+    assert threads["leaving"] == ["leaving"]
+    assert threads["ticking"] == ["ticker"]
+    assert "ticker" in threads["tick"]
 
 
 def test_os_exit_in_a_thread() -> None:

@@ -15,7 +15,7 @@ import os
 import re
 import sys
 from collections.abc import Sequence
-from typing import NoReturn, TextIO
+from typing import IO, NoReturn, TextIO
 
 import pyframe
 from pyframe.cli.conditions import Condition, compile_condition
@@ -24,7 +24,8 @@ from pyframe.cli.filters import FrameFilter
 from pyframe.cli.locals_callback import LocalsCallback, ShowFrame
 from pyframe.cli.program import load_program, report_uncaught, run_program
 from pyframe.cli.reports import Report
-from pyframe.cli.user_callback import load_callback
+from pyframe.cli.threads import ThreadHooks
+from pyframe.cli.user_callback import EveryThread, load_callback
 
 PROG = "pyframe"  # the console script; python -m pyframe passes its own name
 PROGRAM_USAGE = "(script.py [args...] | -m module [args...])"
@@ -138,8 +139,9 @@ for piped data).
 
 RUN_DESCRIPTION = """\
 Import FUNCTION from MODULE_OR_FILE and run the program with it installed as
-the main thread's pyframe callback.  It is called with a pyframe.Frame for each
-frame the program starts, and whatever it returns goes to pyframe unchanged.
+the pyframe callback of the main thread and of every thread the program
+starts.  It is called with a pyframe.Frame for each frame the program starts,
+and whatever it returns goes to pyframe unchanged.
 
 MODULE_OR_FILE is a dotted module name, importable from the current directory
 or sys.path, or a path to a .py file.  FUNCTION may be dotted (obj.method).
@@ -338,13 +340,15 @@ def command_locals(args: argparse.Namespace) -> int:
     except BaseException:
         callback.end_now()
         raise
-    if callback.threads.threads_before():
-        names = ", ".join(callback.threads.threads_before())
-        write_quietly(
-            errors,
-            f"pyframe: note: threads started before pyframe are not seen: {names}\n",
-        )
+    _note_threads_before(callback.threads, errors)
     return run_program(program, callback.main_thread(), callback.program_done)
+
+
+def _note_threads_before(threads: ThreadHooks, errors: IO[str]) -> None:
+    names = ", ".join(threads.threads_before())
+    if names:
+        note = f"pyframe: note: threads started before pyframe are not seen: {names}\n"
+        write_quietly(errors, note)
 
 
 # The specialization mode (docs/specialization.md) needs CPython 3.12+.
@@ -360,9 +364,16 @@ def _close_output(stream: TextIO, name: str) -> None:
 
 def command_run(args: argparse.Namespace) -> int:
     # Before the program's directory replaces the current one as sys.path[0].
-    callback = load_callback(args.callback)
-    program = load_program(*_program_target(args))
-    return run_program(program, pyframe.callback(callback))
+    callback = EveryThread(load_callback(args.callback))
+    # Before the program is loaded, as for `locals`: its packages may start threads.
+    callback.start()
+    try:
+        program = load_program(*_program_target(args))
+    except BaseException:
+        callback.end_now()
+        raise
+    _note_threads_before(callback.threads, sys.stderr)
+    return run_program(program, callback.main_thread(), callback.program_done)
 
 
 def main(argv: Sequence[str] | None = None, prog: str = PROG) -> int:

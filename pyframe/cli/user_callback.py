@@ -1,8 +1,16 @@
-"""Loading the callback of `run --callback MODULE_OR_FILE:FUNCTION`.
+"""The callback of `run --callback MODULE_OR_FILE:FUNCTION`: loading it, and
+installing it in every thread.
 
 MODULE_OR_FILE is imported as a module, or loaded from its .py file under a
 private module name; FUNCTION may be dotted.  Every way it can fail is a
 UsageError that names what was passed and what was expected.
+
+EveryThread installs it in the main thread around the program's code, and in
+each thread the program starts (threads.py), as `locals` does its own.  The
+main thread's callback is the user's function itself; another thread's calls
+it through a function that, once the program is over, removes itself at the
+thread's next frame (a daemon thread outliving the program is left with no
+callback, as under `locals`).
 """
 
 from __future__ import annotations
@@ -12,13 +20,16 @@ import importlib.util
 import os
 import sys
 import types
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
+import pyframe
 from pyframe.cli.errors import UsageError, describe_exception
 from pyframe.cli.reports import short_repr
+from pyframe.cli.threads import Detach, ThreadHooks
 
 if TYPE_CHECKING:
-    from pyframe._cframe import Callback  # the protocol, from the stub
+    from pyframe._cframe import Callback, CallbackResult  # the protocols, from the stub
 
 
 def load_callback(spec: str) -> Callback:
@@ -87,3 +98,46 @@ def _import_file(path: str) -> types.ModuleType:
             f"--callback: importing {path!r} failed: {describe_exception(error)}"
         ) from None
     return module
+
+
+class EveryThread:
+    """`callback` in the main thread and in every thread the program starts."""
+
+    def __init__(self, callback: Callback) -> None:
+        self.callback = callback
+        self.threads = ThreadHooks((), self._attach, lambda: None)
+
+    def start(self) -> None:
+        """Hook the threads the program will start (before it, or its packages, can)."""
+        self.threads.start()
+
+    def main_thread(self) -> AbstractContextManager[object]:
+        """Installed in the main thread around the program's code: pyframe's own
+        context manager, so that leaving it runs no Python frame the callback sees."""
+        return pyframe.callback(self.callback)
+
+    def program_done(self) -> None:
+        """The program's main code is over: the end comes when its threads are."""
+        self.threads.program_done()
+
+    def end_now(self) -> None:
+        """The program never ran (it failed to load)."""
+        self.threads.end()
+
+    def _attach(self, name: str) -> Detach:
+        callback, threads = self.callback, self.threads
+
+        def in_thread(frame: pyframe.Frame) -> CallbackResult:
+            if threads.ended:
+                if pyframe.get_callback() is in_thread:
+                    pyframe.set_callback(None)
+                return None
+            return callback(frame)
+
+        pyframe.set_callback(in_thread)
+
+        def detach() -> None:
+            if pyframe.get_callback() is in_thread:
+                pyframe.set_callback(None)
+
+        return detach
