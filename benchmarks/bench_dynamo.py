@@ -59,6 +59,8 @@ BATCHES = 5
 # callgrind: instructions of (LARGE - SMALL) warm calls, in two processes,
 # so that start-up, imports and compiling cancel out.
 INSTRUCTION_CALLS = (200, 1200)
+# Native thread pools the callgrind children run with one thread (none to spin).
+ONE_THREAD_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 # What callgrind can count: the eager backend's workloads (inductor's CPU
 # kernels use instructions, AVX-512, that valgrind cannot run).
 CALLGRIND_OK = [w.name for w in WORKLOADS if w.options.get("backend") == "eager"]
@@ -240,7 +242,11 @@ def run_instructions(names, progress):
                         str(calls),
                     ]
                     # One hash seed for both processes: start-up work then cancels out.
-                    env = dict(os.environ, PYTHONHASHSEED="0")
+                    # callgrind counts every thread: BLAS's idle workers spin for as
+                    # long as the process runs (OpenBLAS's blas_thread_server, about
+                    # 4,000 instructions a warm call natively and 800 on pyframe in one
+                    # measurement), so the count would follow the wall time.
+                    env = dict(os.environ, PYTHONHASHSEED="0", **ONE_THREAD_ENV)
                     done = subprocess.run(command, capture_output=True, text=True, env=env)
                     found = re.search(r"Collected : ([\d,]+)", done.stderr)
                     if done.returncode != 0 or found is None:
