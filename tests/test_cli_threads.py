@@ -340,9 +340,11 @@ def test_a_stop_holds_only_its_thread(piped) -> None:
 # ---- how threads end ------------------------------------------------------------------
 
 
-def test_threads_that_raise_exit_or_outlive_the_program() -> None:
+def thread_ends_as_without_pyframe(*command: str) -> subprocess.CompletedProcess[str]:
+    """pyframe COMMAND... thread_ends.py, whose threads end every way, checked
+    against the program without pyframe; the run's result."""
     plain = python("thread_ends.py")
-    result = pyframe_cli("locals", "--match", "^(tick|raw|failing|leaving)$", "thread_ends.py")
+    result = pyframe_cli(*command, "thread_ends.py")
     assert result.returncode == plain.returncode == 0
     assert result.stdout == plain.stdout
     # After the program's code and its non-daemon threads are over, the daemon
@@ -354,6 +356,11 @@ def test_threads_that_raise_exit_or_outlive_the_program() -> None:
         "KeyError: 'boom in a _thread thread'",
         "ValueError: boom in a thread",
     ]
+    return result
+
+
+def test_threads_that_raise_exit_or_outlive_the_program() -> None:
+    result = thread_ends_as_without_pyframe("locals", "--match", "^(tick|raw|failing|leaving)$")
     seen = frames(result.stderr)
     raw = next(f for f in seen if f["qualname"] == "raw")
     assert raw["thread"] == "_thread"  # started with _thread.start_new_thread
@@ -363,13 +370,8 @@ def test_threads_that_raise_exit_or_outlive_the_program() -> None:
 
 
 def test_run_callback_in_every_thread() -> None:
-    plain = python("thread_ends.py")
-    result = pyframe_cli("run", "--callback", "counting_callback:by_thread", "thread_ends.py")
-    assert result.returncode == plain.returncode == 0
     # The daemon thread outliving the program is let go, as under `locals`.
-    assert result.stdout == plain.stdout
-    assert result.stdout.endswith("main done\ndaemon let go True\nhook installed at exit False\n")
-    assert sorted(tracebacks(result.stderr)) == sorted(tracebacks(plain.stderr))
+    result = thread_ends_as_without_pyframe("run", "--callback", "counting_callback:by_thread")
     seen = re.search(r"^threads (.*)$", result.stderr, re.MULTILINE)
     assert seen, result.stderr
     threads = json.loads(seen.group(1))

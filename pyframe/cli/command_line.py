@@ -24,7 +24,6 @@ from pyframe.cli.filters import FrameFilter
 from pyframe.cli.locals_callback import LocalsCallback, ShowFrame
 from pyframe.cli.program import load_program, report_uncaught, run_program
 from pyframe.cli.reports import Report
-from pyframe.cli.threads import ThreadHooks
 from pyframe.cli.user_callback import EveryThread, load_callback
 
 PROG = "pyframe"  # the console script; python -m pyframe passes its own name
@@ -335,20 +334,23 @@ def command_locals(args: argparse.Namespace) -> int:
     callback.start()
     if SPECIALIZATION_MODE:
         pyframe.set_specialization(True)
+    return _load_and_run(args, callback, errors)
+
+
+def _load_and_run(
+    args: argparse.Namespace, callback: LocalsCallback | EveryThread, errors: IO[str]
+) -> int:
+    """Load the program and run it with `callback` (started: its threads hooked)."""
     try:
         program = load_program(*_program_target(args))
     except BaseException:
         callback.end_now()
         raise
-    _note_threads_before(callback.threads, errors)
-    return run_program(program, callback.main_thread(), callback.program_done)
-
-
-def _note_threads_before(threads: ThreadHooks, errors: IO[str]) -> None:
-    names = ", ".join(threads.threads_before())
+    names = ", ".join(callback.threads.threads_before())
     if names:
         note = f"pyframe: note: threads started before pyframe are not seen: {names}\n"
         write_quietly(errors, note)
+    return run_program(program, callback.main_thread(), callback.program_done)
 
 
 # The specialization mode (docs/specialization.md) needs CPython 3.12+.
@@ -367,13 +369,7 @@ def command_run(args: argparse.Namespace) -> int:
     callback = EveryThread(load_callback(args.callback))
     # Before the program is loaded, as for `locals`: its packages may start threads.
     callback.start()
-    try:
-        program = load_program(*_program_target(args))
-    except BaseException:
-        callback.end_now()
-        raise
-    _note_threads_before(callback.threads, sys.stderr)
-    return run_program(program, callback.main_thread(), callback.program_done)
+    return _load_and_run(args, callback, sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None, prog: str = PROG) -> int:

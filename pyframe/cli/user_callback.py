@@ -127,17 +127,15 @@ class EveryThread:
     def _attach(self, name: str) -> Detach:
         callback, threads = self.callback, self.threads
 
-        def in_thread(frame: pyframe.Frame) -> CallbackResult:
-            if threads.ended:
-                if pyframe.get_callback() is in_thread:
-                    pyframe.set_callback(None)
-                return None
-            return callback(frame)
-
-        pyframe.set_callback(in_thread)
-
         def detach() -> None:
             if pyframe.get_callback() is in_thread:
                 pyframe.set_callback(None)
 
+        def in_thread(frame: pyframe.Frame) -> CallbackResult:
+            if threads.ended:
+                detach()
+                return None
+            return callback(frame)
+
+        pyframe.set_callback(in_thread)
         return detach
