@@ -106,6 +106,24 @@ def specialization_mode():
         pyframe.set_specialization(False)
 
 
+@pytest.fixture
+def clean_dynamo():
+    """For the TorchDynamo tests (with_torch/, which use it): Dynamo reset on
+    its own C layer before the test; after it, the same, and no Dynamo
+    callback left behind.  Imports torch only when a test uses it."""
+    import torch
+
+    import pyframe.dynamo
+
+    pyframe.dynamo.uninstall()
+    torch._dynamo.reset()
+    yield
+    pyframe.dynamo.uninstall()
+    torch._dynamo.reset()
+    assert not pyframe.hook_installed()
+    assert torch._C._dynamo.eval_frame.get_eval_frame_callback() is None
+
+
 # ---- tools/floorhook: another PEP 523 function, for chaining tests ----------
 
 FLOORHOOK_BUILDER = os.path.join(

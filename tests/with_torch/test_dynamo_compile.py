@@ -23,6 +23,8 @@ torch = pytest.importorskip("torch", minversion="2.11")
 import pyframe  # noqa: E402
 import pyframe.dynamo  # noqa: E402
 
+pytestmark = pytest.mark.usefixtures("clean_dynamo")  # tests/conftest.py
+
 
 class RecordingBackend:
     """A backend that runs the graph as FX made it and records its size."""
@@ -215,15 +217,6 @@ def run(compile_fn, case, backend):
 def eager(case):
     fn = case.make()
     return [fn(*args, **kwargs) for args, kwargs in case.calls]
-
-
-@pytest.fixture(autouse=True)
-def fresh_dynamo():
-    pyframe.dynamo.uninstall()
-    torch._dynamo.reset()
-    yield
-    pyframe.dynamo.uninstall()
-    torch._dynamo.reset()
 
 
 @pytest.mark.parametrize("name", list(CASES))

@@ -60,8 +60,6 @@ from dynamo_programs import Arguments, Program  # noqa: E402
 import pyframe  # noqa: E402
 import pyframe.dynamo  # noqa: E402
 
-native_layer = torch._C._dynamo.eval_frame
-
 EXAMPLES = int(os.environ.get("PYFRAME_FUZZ_EXAMPLES", 100))
 DERANDOMIZE = "PYFRAME_FUZZ_EXAMPLES" not in os.environ
 SEED = 20240
@@ -98,17 +96,11 @@ def summary(request):
 
 
 @pytest.fixture(autouse=True)
-def clean_dynamo():
-    pyframe.dynamo.uninstall()
-    torch._dynamo.reset()
+def same_random_states_after(clean_dynamo):  # clean_dynamo: tests/conftest.py
     state = random.getstate(), torch.get_rng_state()
     yield
     random.setstate(state[0])
     torch.set_rng_state(state[1])
-    pyframe.dynamo.uninstall()
-    torch._dynamo.reset()
-    assert not pyframe.hook_installed()
-    assert native_layer.get_eval_frame_callback() is None
 
 
 # ---- one run ------------------------------------------------------------------

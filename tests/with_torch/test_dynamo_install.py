@@ -36,15 +36,8 @@ native_layer = torch._C._dynamo.eval_frame
 
 
 @pytest.fixture(autouse=True)
-def clean_dynamo():
-    pyframe.dynamo.uninstall()
-    torch._dynamo.reset()
+def clean_counters(clean_dynamo):  # clean_dynamo: tests/conftest.py
     counters.clear()
-    yield
-    pyframe.dynamo.uninstall()
-    torch._dynamo.reset()
-    assert not pyframe.hook_installed()
-    assert native_layer.get_eval_frame_callback() is None
 
 
 def report(program):

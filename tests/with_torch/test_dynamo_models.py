@@ -38,16 +38,10 @@ TOLERANCE = {"rtol": 1e-4, "atol": 1e-5}
 
 
 @pytest.fixture(autouse=True)
-def offline_and_clean(monkeypatch):
+def offline(monkeypatch, clean_dynamo):  # clean_dynamo: tests/conftest.py
     # Read when huggingface_hub is imported: the first test to import
     # transformers or timm does it here.
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    pyframe.dynamo.uninstall()
-    torch._dynamo.reset()
-    yield
-    pyframe.dynamo.uninstall()
-    torch._dynamo.reset()
-    assert not pyframe.hook_installed()
 
 
 def library(name):

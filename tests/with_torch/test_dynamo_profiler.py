@@ -20,19 +20,10 @@ import pyframe.dynamo  # noqa: E402
 from pyframe.dynamo import _cache  # noqa: E402
 from pyframe.dynamo import _torch_compat as compat  # noqa: E402
 
-native_layer = torch._C._dynamo.eval_frame
 OURS = ("TorchDynamo Cache Lookup", "Torch-Compiled Region")
 
 
-@pytest.fixture(autouse=True)
-def clean_dynamo():
-    pyframe.dynamo.uninstall()
-    torch._dynamo.reset()
-    yield
-    pyframe.dynamo.uninstall()
-    torch._dynamo.reset()
-    assert not pyframe.hook_installed()
-    assert native_layer.get_eval_frame_callback() is None
+pytestmark = pytest.mark.usefixtures("clean_dynamo")  # tests/conftest.py
 
 
 def with_graph_break(x, y):

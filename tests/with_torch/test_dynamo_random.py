@@ -25,16 +25,10 @@ native_layer = torch._C._dynamo.eval_frame
 
 
 @pytest.fixture(autouse=True)
-def clean_dynamo():
-    pyframe.dynamo.uninstall()
-    torch._dynamo.reset()
+def same_random_state_after(clean_dynamo):  # clean_dynamo: tests/conftest.py
     state = random.getstate()
     yield
     random.setstate(state)
-    pyframe.dynamo.uninstall()
-    torch._dynamo.reset()
-    assert not pyframe.hook_installed()
-    assert native_layer.get_eval_frame_callback() is None
 
 
 def same(a, b):

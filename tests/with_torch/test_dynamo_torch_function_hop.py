@@ -24,18 +24,10 @@ import pyframe.dynamo  # noqa: E402
 if not hasattr(torch._C, "_peek_should_skip_torch_function"):
     pytest.skip("this torch has no one-hop skip of __torch_function__", allow_module_level=True)
 
-native_layer = torch._C._dynamo.eval_frame
-
 
 @pytest.fixture(autouse=True)
-def clean_dynamo():
-    pyframe.dynamo.uninstall()
-    torch._dynamo.reset()
+def no_hop_left(clean_dynamo):  # clean_dynamo: tests/conftest.py
     yield
-    pyframe.dynamo.uninstall()
-    torch._dynamo.reset()
-    assert not pyframe.hook_installed()
-    assert native_layer.get_eval_frame_callback() is None
     assert not torch._C._peek_should_skip_torch_function()
 
 
