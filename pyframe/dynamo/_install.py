@@ -9,6 +9,8 @@ decorators' copy of every name, aliases such as eval_frame's
 the layer (_torch_compat.PRESENT) and every module-level name in torch's
 modules that is bound to one of those objects; uninstall() puts each back.
 Modules imported later bind the C module's attribute, whichever it is then.
+It also puts the leaner wrappers of _disable_wrappers in place of the
+disable wrappers Dynamo's compiled code calls on every warm call.
 """
 
 from __future__ import annotations
@@ -24,7 +26,16 @@ import torch
 
 import pyframe
 
-from . import _cache, _compiled_runs, _frame_layer, _guard, _miss, _profiler, _state
+from . import (
+    _cache,
+    _compiled_runs,
+    _disable_wrappers,
+    _frame_layer,
+    _guard,
+    _miss,
+    _profiler,
+    _state,
+)
 from . import _torch_compat as compat
 
 _lock = threading.RLock()
@@ -146,8 +157,15 @@ def install() -> None:
             torch._dynamo.eval_frame.skip_code(original_code)
             # The layer's own functions run where Dynamo's C ones ran, with no
             # frame Dynamo would see: they never reach its callback.
-            for code in _own_code_objects():
+            layer = (_frame_layer, _miss, _guard, _compiled_runs, _cache, _state, _profiler)
+            for code in _code_objects(*layer):
                 pyframe.remember(code, pyframe.SKIP_RECURSIVE, cache=_cache.CACHE)
+            # The wrappers stand for Dynamo's disable wrappers, whose frames
+            # its callback skips: what they call goes on through the layer
+            # (a graph may start compiled code of its own).
+            _disable_wrappers.install(patched)
+            for code in _code_objects(_disable_wrappers):
+                pyframe.remember(code, pyframe.SKIP, cache=_cache.CACHE)
             _profiler.watch(patched)
         except BaseException:
             _undo(patched)
@@ -156,8 +174,8 @@ def install() -> None:
         _patched = patched
 
 
-def _own_code_objects() -> list[types.CodeType]:
-    """Every code object of pyframe.dynamo's frame layer (nested ones too)."""
+def _code_objects(*modules: types.ModuleType) -> list[types.CodeType]:
+    """Every code object of the functions of `modules` (nested ones too)."""
     found: list[types.CodeType] = []
 
     def add(code: types.CodeType) -> None:
@@ -166,7 +184,7 @@ def _own_code_objects() -> list[types.CodeType]:
             if isinstance(const, types.CodeType):
                 add(const)
 
-    for module in (_frame_layer, _miss, _guard, _compiled_runs, _cache, _state, _profiler):
+    for module in modules:
         for value in vars(module).values():
             members = vars(value).values() if isinstance(value, type) else (value,)
             for member in members:

@@ -162,3 +162,15 @@ def fail_callback(callback: Any) -> Any:
 # the check it traced.  A torch without the flag (no such function here)
 # never has it set: `bool()` is False, and a C call, as the check is.
 torch_function_hop_pending: Any = getattr(torch._C, "_peek_should_skip_torch_function", bool)
+
+
+# Dynamo's output graph wraps each compiled graph with
+# torch._dynamo.decorators.disable(graph, reason=COMPILED_GRAPH_DISABLE_REASON),
+# importing `disable` from torch._dynamo.decorators when it does (2.11-2.15);
+# _disable_wrappers recognises the wrapper it asks for by that reason.
+COMPILED_GRAPH_DISABLE_REASON = "do not trace Dynamo-compiled graph"
+# DisableContext's wrapper reads the stance as torch._dynamo.eval_frame._stance
+# (set_stance replaces the object: read through the module) and the export
+# flag through torch.compiler.is_exporting() (torch.compiler._is_exporting_flag),
+# in 2.11-2.15.
+dynamo_eval_frame: Any = torch._dynamo.eval_frame
