@@ -21,9 +21,11 @@ native wrapper, which does it as natively.
 
 Natively Dynamo's callback is asked once about the code of each of its
 wrappers (at the first frame of it with a callback set; it skips it, and
-torch 2.11/2.12 record a profiler lookup event for it): each wrapper here
-hands its calls to the native one until the layer holds Dynamo's decision
-for that code, so that it is asked as natively.
+torch 2.11/2.12 record a profiler lookup event for it), and its C layer
+keeps that decision for good: each wrapper here hands its call to the
+native one whenever the layer holds no decision for that code (before the
+first call, and again after torch._dynamo.reset(), which on pyframe forgets
+it), so that Dynamo is asked before a later call needs it.
 """
 
 from __future__ import annotations
@@ -63,13 +65,12 @@ def _run_graph_wrapper(fn: Callable[..., Any], native: Callable[..., Any]) -> Ca
     of `native`, Dynamo's disable wrapper of it (whose attributes it takes:
     Dynamo's, functools.wraps's)."""
 
-    decided = False
-
     def _fn(*args: Any, **kwargs: Any) -> Any:
-        nonlocal decided
-        if not decided and not (decided := _decided(native)):
-            return native(*args, **kwargs)
-        if _eval_frame._stance.stance != "default" or _compiler._is_exporting_flag:
+        if (
+            _eval_frame._stance.stance != "default"
+            or _compiler._is_exporting_flag
+            or not _decided(native)
+        ):
             return native(*args, **kwargs)
         prior = _set_callback(None)
         try:
@@ -112,13 +113,8 @@ def disable_in_place_of(native_disable: Callable[..., Any]) -> Callable[..., Any
 
 
 def pregraph_enter_in_place_of(native_enter: Callable[[], Any]) -> Callable[[], Any]:
-    decided = False
-
     def record_pregraph_bytecode_enter() -> Any:
-        nonlocal decided
-        if not decided and not (decided := _decided(native_enter)):
-            return native_enter()
-        if _autograd_profiler._is_profiler_enabled:
+        if _autograd_profiler._is_profiler_enabled or not _decided(native_enter):
             return native_enter()
         return _NOT_RECORDING
 
