@@ -21,11 +21,10 @@ native wrapper, which does it as natively.
 
 Natively Dynamo's callback is asked once about the code of each of its
 wrappers (at the first frame of it with a callback set; it skips it, and
-torch 2.11/2.12 record a profiler lookup event for it), and its C layer
-keeps that decision for good: each wrapper here hands its call to the
-native one whenever the layer holds no decision for that code (before the
-first call, and again after torch._dynamo.reset(), which on pyframe forgets
-it), so that Dynamo is asked before a later call needs it.
+torch 2.11/2.12 record a profiler lookup event for it), and again after
+torch._dynamo.reset(), which resets every code Dynamo was asked about: each
+wrapper here hands its call to the native one whenever the layer holds no
+decision for that code, so that Dynamo is asked when it is natively.
 """
 
 from __future__ import annotations
