@@ -16,8 +16,9 @@ whose code pyframe skips (so no Dynamo callback is asked about it), doing
 what the native wrapper does in the case that matters: the graph runs with
 the thread's callback off and put back after, and the pre-graph bracket
 does nothing while no profiler is on.  Whatever else (a stance other than
-the default one, torch.export's tracing, a profiler on) is handed to the
-native wrapper, which does it as natively.
+the default one, torch.export's tracing, a profiler on; a graph that is a
+module keeps Dynamo's wrapper altogether) is handed to the native wrapper,
+which does it as natively.
 
 Natively Dynamo's callback is asked once about the code of each of its
 wrappers (at the first frame of it with a callback set; it skips it, and
