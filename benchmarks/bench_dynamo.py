@@ -64,6 +64,9 @@ ONE_THREAD_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_
 # What callgrind can count: the eager backend's workloads (inductor's CPU
 # kernels use instructions, AVX-512, that valgrind cannot run).
 CALLGRIND_OK = [w.name for w in WORKLOADS if w.options.get("backend") == "eager"]
+# The per-function table: this many functions, by their instructions per
+# warm call on the native and pyframe sides together.
+FUNCTIONS_SHOWN = 15
 
 
 # ---- timing ------------------------------------------------------------------------------
@@ -217,16 +220,53 @@ def instructions_child(side, name, calls):
         pyframe.dynamo.uninstall()
 
 
+# callgrind_annotate's per-function lines: "1,234 (5.00%)  file:function [object]".
+ANNOTATE_LINE = re.compile(r"^\s*([\d,]+)\s+\(\s*[\d.]+%\)\s+(\S.*?)(?:\s+\[(.*)\])?$")
+
+
+def _self_instructions(out):
+    """{function: instructions spent in it (its own, not its callees')} of
+    one callgrind output, recursion levels ('2, '3, ...) summed."""
+    done = subprocess.run(
+        ["callgrind_annotate", "--inclusive=no", "--threshold=100", out],
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        raise SystemExit("bench_dynamo.py: callgrind_annotate failed: " + done.stderr.strip())
+    functions = {}
+    listing = done.stdout.split("file:function", 1)[-1]
+    for line in listing.splitlines():
+        found = ANNOTATE_LINE.match(line)
+        if found is None:
+            continue
+        count, where, obj = found.groups()
+        name = re.sub(r"'\d+$", "", where.split(":", 1)[-1])
+        if name.startswith("0x") and obj:
+            name = "%s (%s)" % (name, os.path.basename(obj))
+        functions[name] = functions.get(name, 0) + int(count.replace(",", ""))
+    return functions
+
+
+def _per_call(small, large, calls):
+    """{function: instructions per warm call}: `large` minus `small`."""
+    return {
+        name: (large.get(name, 0) - small.get(name, 0)) / calls for name in set(small) | set(large)
+    }
+
+
 def run_instructions(names, progress):
-    if shutil.which("valgrind") is None:
-        raise SystemExit("bench_dynamo.py: --instructions needs valgrind")
+    if shutil.which("valgrind") is None or shutil.which("callgrind_annotate") is None:
+        raise SystemExit("bench_dynamo.py: --instructions needs valgrind and callgrind_annotate")
     small, large = INSTRUCTION_CALLS
     report = {}
     with tempfile.TemporaryDirectory() as scratch:
         for name in names:
             entry = report[name] = {}
+            functions = entry["functions"] = {}
             for side in SIDES:
                 counts = []
+                by_function = []
                 for calls in (small, large):
                     progress("instructions: %s, %s, %d calls under callgrind" % (name, side, calls))
                     out = os.path.join(scratch, "callgrind.%s.%s.%d" % (name, side, calls))
@@ -255,10 +295,41 @@ def run_instructions(names, progress):
                             % (done.returncode, done.stderr.strip()[-2000:])
                         )
                     counts.append(int(found.group(1).replace(",", "")))
+                    by_function.append(_self_instructions(out))
                 entry[side] = (counts[1] - counts[0]) / (large - small)
+                functions[side] = _per_call(*by_function, large - small)
             entry["ratio"] = entry["pyframe"] / entry["native"]
             entry["overhead_ratio"] = _overhead_ratio(entry)
     return report
+
+
+def _format_functions(name, functions):
+    """The functions that cost most per warm call, native and pyframe."""
+    native, ours = functions["native"], functions["pyframe"]
+    shown = sorted(
+        set(native) | set(ours),
+        key=lambda f: -(abs(native.get(f, 0)) + abs(ours.get(f, 0))),
+    )[:FUNCTIONS_SHOWN]
+    lines = [
+        "",
+        "%s: instructions per warm call spent in each C function (its own, not its callees'),"
+        % name,
+        "the %d with the most on the native and pyframe sides together (all Python code runs"
+        % FUNCTIONS_SHOWN,
+        "in _PyEval_EvalFrameDefault)",
+        "  %-48s %9s %9s %9s" % ("function", "eager", "native", "pyframe"),
+    ]
+    for function in shown:
+        lines.append(
+            "  %-48s %9.0f %9.0f %9.0f"
+            % (
+                function[:48],
+                functions["eager"].get(function, 0),
+                native.get(function, 0),
+                ours.get(function, 0),
+            )
+        )
+    return lines
 
 
 # ---- report ------------------------------------------------------------------------------
@@ -326,6 +397,8 @@ def format_report(meta, timing, instructions):
                     _format_overhead(entry["overhead_ratio"]),
                 )
             )
+        for name, entry in instructions.items():
+            lines += _format_functions(name, entry["functions"])
     return "\n".join(lines)
 
 
