@@ -122,12 +122,30 @@ def entries_by_region(code: types.CodeType) -> list[Any]:
     return sorted(entries_of(code), key=lambda e: e.isolate_recompiles_id)
 
 
+# Bumped whenever the layer forgets decisions (reset_code, reset_all, a
+# DEFAULT strategy set): a decision read from CACHE while `generation` was g
+# still stands while it is.
+generation = 0
+
+
+def remember(code: types.CodeType, decided: Any) -> None:
+    """Remembers pyframe's decision `decided` for `code` (None forgets)."""
+    global generation
+    if decided is None:
+        generation += 1
+    pyframe.remember(code, decided, cache=CACHE)
+
+
 def reset_code(code: types.CodeType) -> None:
+    global generation
+    generation += 1
     pyframe.reset(code, cache=CACHE)
     if extra_of(code) is not None:
         _extras.pop(id(code), None)
 
 
 def reset_all() -> None:
+    global generation
+    generation += 1
     pyframe.reset(cache=CACHE)
     _extras.clear()

@@ -68,7 +68,7 @@ def set_code_exec_strategy(code: Any, strategy: Any) -> None:
     decided = decision(strategy)
     compat.NATIVE["set_code_exec_strategy"](code, strategy)
     _cache.extra_for(code).strategy = strategy
-    pyframe.remember(code, decided, cache=_cache.CACHE)
+    _cache.remember(code, decided)
 
 
 def set_guard_error_hook(hook: Any) -> None:

@@ -171,7 +171,7 @@ class DynamoHook:
             extra.strategy = strategy
         if guarded is not None:
             if apply_to_code and decided is not None:
-                pyframe.remember(code, decided, cache=_cache.CACHE)
+                _cache.remember(code, decided)
             entry = CacheEntry(guarded, self.backend, _state.isolate_recompiles_id, extra)
             ran_compiled_code(entry.code, callback)
             return pyframe.Compiled(guarded.code, entry)

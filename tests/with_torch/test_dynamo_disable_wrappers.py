@@ -184,3 +184,37 @@ def test_uninstall_gives_dynamos_functions_back():
         utils.record_pregraph_bytecode_exit,
     )
     assert after == before
+
+
+def test_dynamo_decides_about_the_wrappers_again_after_a_reset():
+    # Natively Dynamo's callback decides about the code of a disable wrapper
+    # at its first frame, and again after that code is reset (one code, or
+    # all of them by torch._dynamo.reset()).  The wrappers hand such a call
+    # to the native one, so the layer holds Dynamo's decision after it.
+    from pyframe.dynamo import _cache
+
+    enter_code = torch._dynamo.utils.record_pregraph_bytecode_enter.__code__
+    graph_code = torch._dynamo.disable(add_one).__code__  # every graph wrapper's
+
+    def decisions():
+        return [pyframe.remembered(code, cache=_cache.CACHE) for code in (enter_code, graph_code)]
+
+    torch._dynamo.reset()
+    x = torch.ones(3)
+    with pyframe.dynamo.installed():
+        fn = torch.compile(add_one, backend="eager")
+        fn(x)
+        fn(x)
+        decided = decisions()
+        assert None not in decided
+        # One code reset while the compiled code stays cached: its wrapper,
+        # which saw the decision before, asks again.
+        torch._C._dynamo.eval_frame.reset_code(graph_code)
+        assert decisions() == [decided[0], None]
+        assert fn(x).tolist() == [2.0] * 3
+        assert decisions() == decided
+        torch._dynamo.reset()
+        assert decisions() == [None, None]
+        fn(x)
+        fn(x)
+        assert decisions() == decided
