@@ -27,8 +27,8 @@ torch._dynamo.reset(), which resets every code Dynamo was asked about: each
 wrapper here hands its call to the native one whenever the layer holds no
 decision for that code, so that Dynamo is asked when it is natively.  A
 wrapper looks the decision up once and again only after the layer has
-forgotten decisions (_cache.generation moved): a lookup on every call was
-a sixth of a warm call's instructions.
+forgotten decisions (_cache.generation moved): a lookup on every call
+cost about 10,000 of a warm call's 98,000 instructions on 3.12.
 """
 
 from __future__ import annotations
