@@ -299,10 +299,16 @@ cache_lookup(PyThreadState *tstate, thread_hook *thread, _PyInterpreterFrame *fr
                 break;
             }
             hook_user_python_enter(thread, tstate);
-            PyObject *result = PyObject_CallOneArg(guard, locals);
-            verdict = result != NULL ? PyObject_IsTrue(result) : -1;
+            if (PyObject_TypeCheck(guard, hook_layer.fast_guard_type)) {
+                verdict = hook_layer.check_fast_guard(guard, locals, owner->self,
+                                                      thread->callback);
+            }
+            else {
+                PyObject *result = PyObject_CallOneArg(guard, locals);
+                verdict = result != NULL ? PyObject_IsTrue(result) : -1;
+                Py_XDECREF(result);
+            }
             hook_user_python_leave(thread, tstate);
-            Py_XDECREF(result);
             Py_DECREF(guard);
             if (verdict < 0) {
                 found = -1;

@@ -377,10 +377,12 @@ hook_init(_PyFrameEvalFunction function, const pyframe_layer *from_cython)
     Py_INCREF(hook_layer.skip_recursive);
     Py_INCREF(hook_layer.run_only);
     Py_INCREF(hook_layer.run_only_recursive);
+    Py_INCREF(hook_layer.fast_guard_type);
     Py_XDECREF(previous.frame_type);
     Py_XDECREF(previous.skip);
     Py_XDECREF(previous.skip_recursive);
     Py_XDECREF(previous.run_only);
     Py_XDECREF(previous.run_only_recursive);
+    Py_XDECREF(previous.fast_guard_type);
     return 0;
 }

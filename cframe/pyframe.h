@@ -74,6 +74,14 @@ typedef int (*pyframe_classify_fn)(PyObject *callback, PyObject *result,
  * NULL with an exception set (which the caller reports as unraisable). */
 typedef PyObject *(*pyframe_notify_fn)(PyObject *record);
 
+/* The verdict of a guard that is a pyframe.FastGuard (`guard`) for a frame
+ * whose locals are `f_locals`, looked up in `cache` (a pyframe.Cache) while
+ * the thread's callback is `callback` (NULL: none), all Borrowed: 1 holds,
+ * 0 not, -1 with an exception.  It calls the check the guard armed itself
+ * with while what that assumed still holds, else the guard itself. */
+typedef int (*pyframe_fast_guard_fn)(PyObject *guard, PyObject *f_locals, PyObject *cache,
+                                     PyObject *callback);
+
 /* What the Cython layer, which owns pyframe's Python types, tells the hook
  * at import.  The hook keeps references to the objects. */
 typedef struct {
@@ -85,6 +93,8 @@ typedef struct {
     PyObject *run_only_recursive;    /* pyframe.RUN_ONLY_RECURSIVE */
     pyframe_classify_fn classify_other;
     pyframe_notify_fn notify_dropped;
+    PyTypeObject *fast_guard_type;   /* pyframe.FastGuard */
+    pyframe_fast_guard_fn check_fast_guard;
 } pyframe_layer;
 
 /* start.c: called once at import, before anything else here. */

@@ -194,6 +194,100 @@ class Cache:
 
         :raises TypeError: `lookup` or `run` is neither callable nor None.
         """
+    def disarm_guards(self) -> None:
+        """Every :class:`~pyframe.FastGuard` armed for this cache is called
+        again, and may arm again: what a JIT calls when a setting its guards
+        read changes."""
+
+class FastGuard:
+    """A cached entry's guard that pyframe checks without calling it, once armed.
+
+    Subclass it and define ``__call__(f_locals)``, the full guard.  When the
+    full guard finds that its verdict comes down to ``check(f_locals)`` for
+    as long as nothing it read changes, it calls ``self.arm(cache, check)``;
+    from then on pyframe calls `check` with the frame's locals (a compiled
+    guard's C function, say: no Python frame runs) instead of the guard,
+    until:
+
+    - the thread's callback is another one than when it armed
+      (:func:`~pyframe.get_callback`; None under :func:`~pyframe.run_only`):
+      the guard is called, and may arm again;
+    - :meth:`Cache.disarm_guards` is called, which the JIT does whenever a
+      setting the full guard reads changes;
+    - :meth:`disarm` is called;
+    - `unless` (given to :meth:`arm`) returns true: a call with no
+      arguments made before each armed check, for a setting the JIT is not
+      told of when it changes;
+    - `check` raises an :exc:`Exception`: the guard is disarmed and called,
+      so that its own error handling runs.
+    """
+
+    def __call__(self, f_locals: Mapping[str, Any], /) -> object: ...
+    def arm(
+        self,
+        cache: Cache,
+        check: Callable[[Mapping[str, Any]], object],
+        unless: Callable[[], object] | None = None,
+    ) -> None:
+        """Lets pyframe call ``check(f_locals)`` instead of this guard, for
+        frames looked up in `cache` while the calling thread's callback and
+        `cache`'s guard epoch stay what they are now, and ``unless()`` (when
+        given) returns false.
+
+        :raises TypeError: `cache` is not a :class:`~pyframe.Cache`, `check`
+            is not callable, or `unless` is neither callable nor None.
+        """
+    def disarm(self) -> None:
+        """pyframe calls this guard itself again, until it arms again."""
+    @property
+    def armed(self) -> bool:
+        """Whether pyframe would call the armed check now, for a frame of the
+        calling thread looked up in the cache it armed for (`unless` not
+        asked)."""
+
+@final
+class Setting:
+    """A value a JIT's guards read, swapped in one C call: setting another
+    value disarms the :class:`~pyframe.FastGuard` objects of `cache`
+    (:meth:`Cache.disarm_guards`).
+
+    For a JIT's settings that its wrappers set and restore around every call
+    of compiled code: ``prior = setting.swap(value)`` costs no Python frame,
+    and disarms only when the value changes (neither the same object nor
+    equal).  `kind`: values must be exactly of this type; `convert`: applied
+    to each value first (``int``, say).
+
+    :raises TypeError: `cache` is not a :class:`~pyframe.Cache`, `kind` is
+        neither a type nor None, `convert` is neither callable nor None, or
+        `value` is not of `kind`.
+    """
+
+    def __init__(
+        self,
+        cache: Cache,
+        value: Any,
+        *,
+        kind: type | None = None,
+        convert: Callable[[Any], Any] | None = None,
+    ) -> None: ...
+    @property
+    def value(self) -> Any:
+        """The value set last."""
+    @property
+    def cache(self) -> Cache:
+        """The cache whose guards a change disarms."""
+    @property
+    def kind(self) -> type | None:
+        """The type values must have, or None."""
+    @property
+    def convert(self) -> Callable[[Any], Any] | None:
+        """What each value is passed through first, or None."""
+    def swap(self, value: Any, /) -> Any:
+        """Sets `value` (converted) and returns the value it replaces.
+
+        :raises TypeError: `value` is not of `kind` (for ``bool``: the
+            message is "expected True/False").
+        """
 
 CallbackResult: TypeAlias = None | _Sentinel | CodeType | Compiled
 """What a callback may return: None (run the frame, ask again next time), one

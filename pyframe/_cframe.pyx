@@ -26,6 +26,7 @@ include "sentinels.pxi"         # SKIP, SKIP_RECURSIVE, RUN_ONLY(_RECURSIVE), UN
 include "frame.pxi"             # pyframe.Frame
 include "compiled.pxi"          # pyframe.Compiled and the results only this layer knows
 include "cache.pxi"             # pyframe.Cache and each callback's own cache
+include "fast_guard.pxi"        # pyframe.FastGuard and Setting: guards checked without a call
 include "callback.pxi"          # set_callback, callback, run_only and the rest
 include "cache_functions.pxi"   # reset, remember(ed), the cache limit, cache_entries
 include "specialization.pxi"    # the specialization mode's switches
@@ -45,5 +46,7 @@ _layer.run_only = <PyObject *>_RUN_ONLY
 _layer.run_only_recursive = <PyObject *>_RUN_ONLY_RECURSIVE
 _layer.classify_other = _classify_other
 _layer.notify_dropped = _notify_dropped
+_layer.fast_guard_type = <PyTypeObject *>FastGuard
+_layer.check_fast_guard = _check_fast_guard
 _probe = None
 pyframe_hook_init(&_layer)

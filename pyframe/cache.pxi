@@ -28,6 +28,8 @@ cdef class Cache:
     # set_regions(); the owner borrows them.
     cdef readonly object lookup_region
     cdef readonly object run_region
+    # Moved by disarm_guards(): a FastGuard armed at another epoch is called.
+    cdef unsigned long long _guard_epoch
     cdef object __weakref__
 
     def __init__(self, *, limit=None, on_drop=None):
@@ -48,6 +50,12 @@ cdef class Cache:
 
     def __repr__(self):
         return "<pyframe.Cache limit=%r at %#x>" % (self.limit, id(self))
+
+    def disarm_guards(self):
+        """Every :class:`~pyframe.FastGuard` armed for this cache is called
+        again (and may arm again): what a JIT calls when a setting its guards
+        read changes."""
+        self._guard_epoch += 1
 
     def set_regions(self, *, lookup=None, run=None):
         """Context managers around this cache's work, for a JIT's profiler

@@ -15,6 +15,8 @@ cdef extern from "pyframe.h":
     ctypedef int (*pyframe_classify_fn)(object, object, PyObject **, PyObject **,
                                         PyObject **) except -1
     ctypedef object (*pyframe_notify_fn)(object)
+    ctypedef int (*pyframe_fast_guard_fn)(PyObject *, PyObject *, PyObject *,
+                                          PyObject *) except -1
 
     ctypedef struct pyframe_owner:
         pass
@@ -28,6 +30,8 @@ cdef extern from "pyframe.h":
         PyObject *run_only_recursive
         pyframe_classify_fn classify_other
         pyframe_notify_fn notify_dropped
+        PyTypeObject *fast_guard_type
+        pyframe_fast_guard_fn check_fast_guard
 
     enum:
         PYFRAME_ERROR
