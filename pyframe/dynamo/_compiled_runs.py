@@ -45,6 +45,7 @@ def _ran_in_fullgraph_call(code: types.CodeType, callback: Any) -> None:
             return
     if not ran:
         _state.fullgraph_threads += 1
+        _state.changed()
     thread.fullgraph_ran = (*ran, (code, callback, fails))
 
 

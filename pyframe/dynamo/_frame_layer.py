@@ -49,12 +49,7 @@ set_eval_frame = SWITCH.set
 get_eval_frame_callback = SWITCH.get
 
 
-def set_skip_guard_eval_unsafe(value: Any) -> bool:
-    if type(value) is not bool:
-        raise TypeError("expected True/False")
-    prior = _state.skip_guard_eval_unsafe
-    _state.skip_guard_eval_unsafe = value
-    return prior
+set_skip_guard_eval_unsafe = _state.SKIP_GUARD_EVAL_UNSAFE.swap
 
 
 def reset_code(code: Any) -> None:
@@ -78,6 +73,7 @@ def set_guard_error_hook(hook: Any) -> None:
 def set_guard_complete_hook(hook: Any) -> Any:
     prior = _state.guard_complete_hook
     _state.guard_complete_hook = hook
+    _state.changed()
     return prior
 
 
@@ -141,6 +137,7 @@ def set_fullgraph_compiled_frame_count(value: int) -> int:
         if prior < 0:
             _state.fullgraph_compiled_frame_count = value
             _compiled_runs.set_fullgraph_call(sys._getframe(1))
+            _state.changed()
     else:
         _state.fullgraph_compiled_frame_count = value
         if prior >= 0:
@@ -167,26 +164,25 @@ def set_eval_frame_override(value: Any) -> Any:
     if on and not was_on:
         _state.fullgraph_compiled_frame_count = 0
         _compiled_runs.set_fullgraph_call(sys._getframe(1))
+        _state.changed()
     elif was_on and not on:
         _state.fullgraph_compiled_frame_count = -1
         _compiled_runs.set_fullgraph_call(None)
     return prior
 
 
-def set_eval_frame_isolate_recompiles_id(isolate_recompiles_id: int) -> int:
-    prior = _state.isolate_recompiles_id
-    _state.isolate_recompiles_id = int(isolate_recompiles_id)
-    return prior
+set_eval_frame_isolate_recompiles_id = _state.ISOLATE_RECOMPILES_ID.swap
 
 
 def get_eval_frame_isolate_recompiles_id() -> int:
-    return _state.isolate_recompiles_id
+    return _state.ISOLATE_RECOMPILES_ID.value  # type: ignore[no-any-return]
 
 
 def set_bytecode_debugger_callback(callback: Any) -> None:
     if callback is not None and not callable(callback):
         raise TypeError("expected a callable or None")
     _state.bytecode_debugger_callback = callback
+    _state.changed()
 
 
 def get_bytecode_debugger_callback() -> Any:

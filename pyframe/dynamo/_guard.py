@@ -7,6 +7,12 @@ isolate_recompiles region.  It is the guard of its pyframe cache entry
 (in _cache.CACHE): pyframe calls it with the frame's f_locals, most
 recently used entry first, and runs the first entry whose guard holds.  A
 frame that no entry admits goes on to the miss path (_miss).
+
+While none of the settings that make a lookup unusual is on (_state.unusual)
+and the thread's Dynamo callback is one whose backend the entry's matches,
+the verdict is the guard manager's alone: the entry arms itself
+(pyframe.FastGuard) with `root.check`, which pyframe then calls without this
+Python frame, until a setting changes (_state.changed) or the callback does.
 """
 
 from __future__ import annotations
@@ -23,9 +29,12 @@ from ._compiled_runs import fullgraph_code_calling, ran_compiled_code
 
 _current_callback: Callable[[], Any] = pyframe.get_callback
 _torch_function_hop_pending: Callable[[], bool] = compat.torch_function_hop_pending
+# Asked by pyframe before each armed check (a C call); None: nothing to ask.
+_hop_unless = None if compat.torch_function_hop_pending is bool else _torch_function_hop_pending
+_CACHE = _cache.CACHE
 
 
-class CacheEntry:
+class CacheEntry(pyframe.FastGuard):
     """A compiled code object behind Dynamo's guards, for one backend
     (torch._C._dynamo.eval_frame._CacheEntry); the guard of its pyframe
     cache entry."""
@@ -76,9 +85,11 @@ class CacheEntry:
             backend = hook.backend
             if backend is not self.backend and not _same_backend(self.backend, backend):
                 return False
-        if self.isolate_recompiles_id != _state.isolate_recompiles_id:
+        if self.isolate_recompiles_id != _state.ISOLATE_RECOMPILES_ID.value:
             return False  # another region's (the default one's: on a miss)
-        if _state.skip_guard_eval_unsafe and self._diff_root is not None:
+        if not _state.unusual():
+            self.arm(_CACHE, root.check, _hop_unless)
+        elif _state.SKIP_GUARD_EVAL_UNSAFE.value and self._diff_root is not None:
             root = self._diff_root
         try:
             holds = root.check(f_locals)
@@ -117,6 +128,7 @@ class CacheEntry:
         return None
 
     def _invalidate(self, deleted_guard_manager: Any) -> None:
+        self.disarm()
         self._detach()
         self.code = None
         self.guard_manager = deleted_guard_manager

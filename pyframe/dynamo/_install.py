@@ -96,13 +96,13 @@ def _native_state() -> dict[str, Any]:
 def _give_back_state() -> None:
     """Hands the settings made while installed to the C layer."""
     native = compat.native
-    native.set_skip_guard_eval_unsafe(_state.skip_guard_eval_unsafe)
+    native.set_skip_guard_eval_unsafe(_state.SKIP_GUARD_EVAL_UNSAFE.value)
     native.set_guard_complete_hook(_state.guard_complete_hook)
     if _state.guard_error_hook is not None:
         native.set_guard_error_hook(_state.guard_error_hook)
     native.set_c_recursion_limit(_state.c_recursion_limit)
     if hasattr(native, "set_eval_frame_isolate_recompiles_id"):
-        native.set_eval_frame_isolate_recompiles_id(_state.isolate_recompiles_id)
+        native.set_eval_frame_isolate_recompiles_id(_state.ISOLATE_RECOMPILES_ID.value)
     if hasattr(native, "set_fullgraph_compiled_frame_count"):
         native.set_fullgraph_compiled_frame_count(_state.fullgraph_compiled_frame_count)
         native.set_fullgraph_error_on_nested_compile(_state.fullgraph_error_on_nested_compile)
@@ -114,10 +114,15 @@ def _give_back_state() -> None:
 
 def _take_state() -> None:
     for name, value in _native_state().items():
-        setattr(_state, name, value)
+        setting = _state.SETTINGS.get(name)
+        if setting is not None:
+            setting.swap(value)
+        else:
+            setattr(_state, name, value)
     # The C layer has no getter for it; Dynamo sets its own at import.
     guards = sys.modules.get("torch._dynamo.guards")
     _state.guard_error_hook = getattr(guards, "guard_error_hook", None)
+    _state.changed()
 
 
 def _check_no_callback(action: str) -> None:

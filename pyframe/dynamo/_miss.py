@@ -139,7 +139,7 @@ class DynamoHook:
             found = _lookup_elsewhere(self, frame, extra)
             if found is not None:
                 return found
-        if _state.skip_guard_eval_unsafe:
+        if _state.SKIP_GUARD_EVAL_UNSAFE.value:
             raise RuntimeError(_SKIP_UNSAFE_MISS)
         if not forced and _state.guard_complete_hook is not None and _cache.entries_of(code):
             _state.guard_complete_hook(False)
@@ -172,7 +172,7 @@ class DynamoHook:
         if guarded is not None:
             if apply_to_code and decided is not None:
                 _cache.remember(code, decided)
-            entry = CacheEntry(guarded, self.backend, _state.isolate_recompiles_id, extra)
+            entry = CacheEntry(guarded, self.backend, _state.ISOLATE_RECOMPILES_ID.value, extra)
             ran_compiled_code(entry.code, callback)
             return pyframe.Compiled(guarded.code, entry)
         if apply_to_code:
@@ -218,16 +218,16 @@ def _lookup_elsewhere(hook: DynamoHook, frame: pyframe.Frame, extra: _cache.Extr
     """What Dynamo's lookup finds that pyframe's does not: in an
     isolate_recompiles region, the default region's entries (read only),
     then the code's precompiled entries.  Their code runs this time, uncached."""
-    region = _state.isolate_recompiles_id
+    region = _state.ISOLATE_RECOMPILES_ID.value
     code = frame.f_code
     if region >= 0:
         for entry in _cache.entries_of(code):
             if entry.isolate_recompiles_id == -1:
-                _state.isolate_recompiles_id = -1
+                _state.ISOLATE_RECOMPILES_ID.swap(-1)
                 try:
                     holds = entry(frame.f_locals)
                 finally:
-                    _state.isolate_recompiles_id = region
+                    _state.ISOLATE_RECOMPILES_ID.swap(region)
                 if holds:
                     return entry.code
     if extra.precompile_entries:

@@ -3,7 +3,9 @@
 Module-level names, as Dynamo's C layer keeps them in C globals (each is
 process-wide there too, except the callback, which is per thread and is
 _frame_layer.SWITCH's): the frame layer's setters (_frame_layer) write them,
-cache entries' guards (_entries) and the pyframe callback read them.
+cache entries' guards (_guard) and the pyframe callback read them.  Whoever
+changes one of the settings `unusual` reads calls `changed()`: the guards
+armed while they were off are called again.
 """
 
 from __future__ import annotations
@@ -12,12 +14,23 @@ import threading
 import weakref
 from typing import Any
 
+import pyframe
+
+from . import _cache
+
+# The two settings the compile wrapper sets and restores on every call:
+# pyframe.Settings (set in one C call; a change disarms the guards).
 # set_skip_guard_eval_unsafe: guards check only what differed between
 # entries (each guard manager's diff_guard_root), and a miss is an error.
-skip_guard_eval_unsafe = False
+SKIP_GUARD_EVAL_UNSAFE = pyframe.Setting(_cache.CACHE, False, kind=bool)
 # set_eval_frame_isolate_recompiles_id: the region of cache entries that
 # frames look up and compile into (-1: the default region).
-isolate_recompiles_id = -1
+ISOLATE_RECOMPILES_ID = pyframe.Setting(_cache.CACHE, -1, convert=int)
+# By the names of the C layer's state (_install).
+SETTINGS = {
+    "skip_guard_eval_unsafe": SKIP_GUARD_EVAL_UNSAFE,
+    "isolate_recompiles_id": ISOLATE_RECOMPILES_ID,
+}
 # set_fullgraph_compiled_frame_count: -1 off, else compiled frames run since.
 fullgraph_compiled_frame_count = -1
 # set_fullgraph_error_on_nested_compile (torch 2.13+).
@@ -56,3 +69,22 @@ class _Thread(threading.local):
 
 
 thread = _Thread()
+
+
+def unusual() -> bool:
+    """Whether a setting is on under which a cache entry's verdict is more
+    than its guard manager's check (the fast path of _guard.CacheEntry is
+    armed only while none is)."""
+    return bool(
+        SKIP_GUARD_EVAL_UNSAFE.value
+        or ISOLATE_RECOMPILES_ID.value != -1
+        or fullgraph_compiled_frame_count >= 0
+        or fullgraph_threads
+        or guard_complete_hook is not None
+        or bytecode_debugger_callback is not None
+    )
+
+
+def changed() -> None:
+    """A setting `unusual` reads changed: every armed guard is called again."""
+    _cache.CACHE.disarm_guards()
