@@ -300,11 +300,18 @@ pyframe_thread_replace(PyObject *callback, PyObject *cache, pyframe_owner *owner
 PyObject *
 pyframe_thread_install(PyObject *callback, PyObject *cache, pyframe_owner *owner, int run_only)
 {
+    /* Owned, for the process: what a thread with nothing installed had, the
+     * usual case (a JIT's wrapper going on), not built anew each time. */
+    static PyObject *nothing;
     thread_hook *thread = hook_thread;   /* Borrowed. */
     PyObject *previous;                  /* Owned: (callback, cache, run_only). */
 
-    if (thread == NULL) {
-        previous = PyTuple_Pack(3, Py_None, Py_None, Py_False);
+    if (thread == NULL
+            || (thread->callback == NULL && thread->cache == NULL && !thread->run_only)) {
+        if (nothing == NULL && (nothing = PyTuple_Pack(3, Py_None, Py_None, Py_False)) == NULL) {
+            return NULL;
+        }
+        previous = Py_NewRef(nothing);
     }
     else {
         /* PyTuple_Pack, not Py_BuildValue: parsing a format string costs
