@@ -292,7 +292,7 @@ cache_insert(code_state *state, pyframe_owner *owner, PyObject *code, PyObject *
     }
     memmove(&state->entries[1], &state->entries[0], state->count * sizeof(cache_entry));
     state->entries[0] = (cache_entry){code, guard, watchers, owner, id, 0, keeps_function,
-                                      runs_original};
+                                      runs_original, 0};
     state->count++;
     state->version++;
     return 0;

@@ -49,7 +49,12 @@ typedef struct {
     Py_ssize_t hits;
     int keeps_function;     /* pyframe_keeps_function(original, code) */
     int runs_original;
+    /* Whether `guard` is a pyframe.FastGuard, as eval_frame.c's lookup found
+     * the first time it asked the entry: 0 not yet, else CACHE_GUARD_*. */
+    int guard_kind;
 } cache_entry;
+
+enum { CACHE_GUARD_PLAIN = 1, CACHE_GUARD_FAST = 2 };
 
 /* Per-code state, in code-extra storage; every one is on a list so that
  * reset and freed owners reach them all. */

@@ -292,6 +292,11 @@ cache_lookup(PyThreadState *tstate, thread_hook *thread, _PyInterpreterFrame *fr
             PyObject *guard = Py_NewRef(entry->guard);   /* Owned: the call may drop the entry. */
             uint64_t version = state->version;
             int verdict;
+            if (entry->guard_kind == 0) {
+                entry->guard_kind = PyObject_TypeCheck(guard, hook_layer.fast_guard_type)
+                    ? CACHE_GUARD_FAST : CACHE_GUARD_PLAIN;
+            }
+            int fast = entry->guard_kind == CACHE_GUARD_FAST;
             if (locals == NULL
                     && (locals = pyframe_build_locals(frame, &thread->spare_locals)) == NULL) {
                 Py_DECREF(guard);
@@ -299,7 +304,7 @@ cache_lookup(PyThreadState *tstate, thread_hook *thread, _PyInterpreterFrame *fr
                 break;
             }
             hook_user_python_enter(thread, tstate);
-            if (PyObject_TypeCheck(guard, hook_layer.fast_guard_type)) {
+            if (fast) {
                 verdict = hook_layer.check_fast_guard(guard, locals, owner->self,
                                                       thread->callback);
             }
