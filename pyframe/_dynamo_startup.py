@@ -26,10 +26,36 @@ def wanted() -> bool:
     return os.environ.get(ENVIRONMENT_VARIABLE, "") not in ("", "0")
 
 
+# True when torch._dynamo's import ended inside pyframe.dynamo's own (which
+# imports it): pyframe.dynamo calls install_deferred() once it is complete.
+_deferred = False
+
+
 def _install() -> None:
+    global _deferred
+    dynamo = sys.modules.get("pyframe.dynamo")
+    if dynamo is not None and getattr(dynamo.__spec__, "_initializing", False):
+        # importlib's own mark of a module being executed: install() is not
+        # there yet.
+        _deferred = True
+        return
     import pyframe.dynamo
 
-    pyframe.dynamo.install()
+    _install_with(pyframe.dynamo.install)
+
+
+def _install_with(install: Any) -> None:
+    install()
+
+
+def install_deferred(install: Any) -> None:
+    """Called with pyframe.dynamo.install at the end of pyframe.dynamo's
+    import: the install() that torch._dynamo's import, inside it, could not
+    make."""
+    global _deferred
+    if _deferred:
+        _deferred = False
+        _install_with(install)
 
 
 class _Loader(importlib.abc.Loader):

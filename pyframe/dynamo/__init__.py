@@ -14,8 +14,13 @@ ImportError naming them.  Importing pyframe alone never imports torch.
 README.md, "TorchDynamo on pyframe", says what is covered.
 """
 
+from .. import _dynamo_startup
 from ._compile import compile
 from ._install import install, installed, is_installed, uninstall
 from ._torch_compat import SUPPORTED  # noqa: F401  (first: refuses other releases)
 
 __all__ = ["compile", "install", "installed", "is_installed", "uninstall"]
+
+# PYFRAME_DYNAMO=1 with torch._dynamo first imported by this package's own
+# import (`import torch, pyframe.dynamo`): installs now that it is complete.
+_dynamo_startup.install_deferred(install)

@@ -515,6 +515,30 @@ def test_the_environment_variable_installs_at_start():
         assert result.stdout.strip() == expected
 
 
+def test_the_environment_variable_installs_when_pyframe_dynamo_imports_torch_dynamo():
+    # torch._dynamo's import ends inside pyframe.dynamo's own: install()
+    # waits for it (once failed: "cannot access submodule 'dynamo'").
+    site = [p for p in sys.path if p.endswith("site-packages")]
+    if not any(os.path.exists(os.path.join(p, "pyframe-dynamo.pth")) for p in site):
+        pytest.skip("pyframe-dynamo.pth is not installed (an editable install?)")
+    script = textwrap.dedent("""
+        import sys, torch
+        assert "torch._dynamo" not in sys.modules
+        import pyframe.dynamo
+        fn = torch.compile(lambda x: x * 3, backend="eager")
+        print(pyframe.dynamo.is_installed(), fn(torch.ones(2)).tolist())
+    """)
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, PYFRAME_DYNAMO="1"),
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "True [3.0, 3.0]"
+
+
 # ---- beside pyframe's own users, threads, leaks --------------------------------------------
 
 
