@@ -3,7 +3,7 @@ layer (pyframe.dynamo.install()) against TorchDynamo's own C layer, and
 against the function run eagerly.
 
     python benchmarks/bench_dynamo.py [--rounds N] [--workloads ...] [--json out.json]
-                                      [--instructions [NAME ...]]
+                                      [--instructions [NAME ...]] [--specialization]
 
 Three sides run in this one process, on the same workloads
 (dynamo_workloads.py): the function itself (eager), its torch.compile run
@@ -20,6 +20,8 @@ the ratio pyframe / native and the overhead ratio (pyframe - eager) /
 pyframe.  --instructions also counts, under valgrind's callgrind, the
 instructions per warm call on each side (x + 1 with the eager backend, or
 the eager-backend workloads named): exact, and the same on a busy machine.
+--specialization runs the pyframe side with install(specialization=True)
+(CPython 3.12+: the code Dynamo skips at no-hook speed).
 
 The workloads run on the CPU.  In the one-graph ones a 2-element tensor
 makes the call's work small, so what is measured is the frame layer's part
@@ -102,6 +104,8 @@ def _timed(compiled, args, n, grad):
 
 
 SIDES = ("eager", "native", "pyframe")
+# --specialization: the pyframe side runs with install(specialization=True).
+SPECIALIZATION = False
 
 
 class Side:
@@ -121,7 +125,7 @@ class Side:
         if self.name != "pyframe":
             self._measure(torch, calls)
             return
-        pyframe.dynamo.install()
+        pyframe.dynamo.install(specialization=SPECIALIZATION)
         try:
             self._measure(torch, calls)
         finally:
@@ -141,7 +145,11 @@ def _check_same(torch, workload, sides):
     grad = torch.set_grad_enabled
     results = {}
     for side in sides:
-        with pyframe.dynamo.installed() if side.name == "pyframe" else contextlib.nullcontext():
+        with (
+            pyframe.dynamo.installed(specialization=SPECIALIZATION)
+            if side.name == "pyframe"
+            else contextlib.nullcontext()
+        ):
             result = _calls(side.compiled, side.args, 1, grad)
         results[side.name] = getattr(result, "last_hidden_state", result)
     expected = results["native"]
@@ -201,7 +209,7 @@ def run_timing(torch, workloads, rounds, progress):
 # ---- callgrind ---------------------------------------------------------------------------
 
 
-def instructions_child(side, name, calls):
+def instructions_child(side, name, calls, specialization):
     """Compile a workload on one side, warm it up, make `calls` warm calls:
     what callgrind counts."""
     import torch
@@ -211,7 +219,7 @@ def instructions_child(side, name, calls):
     torch.set_num_threads(1)
     workload = BY_NAME[name]
     if side == "pyframe":
-        pyframe.dynamo.install()
+        pyframe.dynamo.install(specialization=specialization)
     fn, args = workload.make(torch)
     compiled = fn if side == "eager" else torch.compile(fn, **workload.options)
     _calls(compiled, args, WARMUP_CALLS, torch.set_grad_enabled)
@@ -280,6 +288,7 @@ def run_instructions(names, progress):
                         side,
                         name,
                         str(calls),
+                        "specialization" if SPECIALIZATION else "plain",
                     ]
                     # One hash seed for both processes: start-up work then cancels out.
                     # callgrind counts every thread: BLAS's idle workers spin for as
@@ -345,6 +354,7 @@ def format_report(meta, timing, instructions):
         "torch.compile'd functions",
         "%s; torch %s (%d thread); pyframe %s; %d rounds"
         % (meta["python"], meta["torch"], meta["torch_threads"], meta["pyframe"], meta["rounds"]),
+        "pyframe side: install(specialization=%s)" % meta["specialization"],
         "",
         "us of CPU time per call: best round / median round (a round: the fastest of %d batches);"
         % BATCHES,
@@ -422,10 +432,20 @@ def parse_args(argv):
         help="also count instructions per warm call under callgrind, of add-eager (about 10 "
         "minutes) or of the workloads named (eager backend only: %s)" % ", ".join(CALLGRIND_OK),
     )
-    parser.add_argument("--instructions-child", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--specialization",
+        action="store_true",
+        help="run the pyframe side with install(specialization=True) (CPython 3.12+)",
+    )
+    parser.add_argument("--instructions-child", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.rounds < 0:
         parser.error("--rounds must be >= 0")
+    if args.specialization and sys.version_info < (3, 12):
+        parser.error(
+            "--specialization: CPython %d.%d has no specialization mode (3.12+)"
+            % sys.version_info[:2]
+        )
     for name in args.instructions or ():
         if name not in CALLGRIND_OK:
             parser.error(
@@ -438,9 +458,11 @@ def parse_args(argv):
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     if args.instructions_child:
-        side, name, calls = args.instructions_child
-        instructions_child(side, name, int(calls))
+        side, name, calls, mode = args.instructions_child
+        instructions_child(side, name, int(calls), mode == "specialization")
         return 0
+    global SPECIALIZATION
+    SPECIALIZATION = args.specialization
 
     def progress(message):
         print("bench_dynamo: " + message, file=sys.stderr, flush=True)
@@ -467,6 +489,7 @@ def main(argv=None):
         "pyframe": "%s (%s)" % (pyframe.__version__, os.path.dirname(pyframe.__file__)),
         "rounds": args.rounds,
         "torch_threads": torch.get_num_threads(),
+        "specialization": args.specialization,
     }
     print(format_report(meta, timing, instructions))
     if args.json:

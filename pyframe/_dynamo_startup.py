@@ -1,4 +1,5 @@
-"""PYFRAME_DYNAMO=1: pyframe.dynamo.install() in every process, at start.
+"""PYFRAME_DYNAMO=1: pyframe.dynamo.install() in every process, at start
+(with PYFRAME_DYNAMO_SPECIALIZATION=1 too: install(specialization=True)).
 
 The pyframe-dynamo.pth file pyframe's wheel puts in site-packages imports
 this module at interpreter start when PYFRAME_DYNAMO is set (to anything but
@@ -19,6 +20,8 @@ import sys
 from typing import Any
 
 ENVIRONMENT_VARIABLE = "PYFRAME_DYNAMO"
+# Set too (to anything but "" or "0"): install(specialization=True).
+SPECIALIZATION_VARIABLE = "PYFRAME_DYNAMO_SPECIALIZATION"
 _TARGET = "torch._dynamo"
 
 
@@ -45,7 +48,8 @@ def _install() -> None:
 
 
 def _install_with(install: Any) -> None:
-    install()
+    specialization = os.environ.get(SPECIALIZATION_VARIABLE, "") not in ("", "0")
+    install(specialization=specialization)
 
 
 def install_deferred(install: Any) -> None:

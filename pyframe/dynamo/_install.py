@@ -42,6 +42,9 @@ _lock = threading.RLock()
 # While installed: [(namespace, name, the native object)] for every binding
 # install() replaced, in the order it replaced them.
 _patched: list[tuple[Any, str, Any]] | None = None
+# Whether install(specialization=True) switched the specialization mode on
+# (uninstall() switches it off again; a mode the program had on stays on).
+_specialization_ours = False
 
 
 def _torch_modules() -> list[types.ModuleType]:
@@ -133,15 +136,33 @@ def _check_no_callback(action: str) -> None:
         )
 
 
-def install() -> None:
+def install(*, specialization: bool = False) -> None:
     """Run TorchDynamo (torch.compile, torch._dynamo.optimize/run/reset,
     torch.compiler.disable/set_stance, ...) on pyframe's frame layer instead
-    of its own C one, for the whole process.  Calling it again does nothing."""
+    of its own C one, for the whole process.  Calling it again does nothing
+    but switch the specialization mode on, when asked to.
+
+    ``specialization=True`` (CPython 3.12+) also switches pyframe's
+    specialization mode on until uninstall(): the code Dynamo skips (the
+    Python between graphs: the standard library, torch's own) then runs at
+    no-hook speed while compiled code runs, but Python code Dynamo never
+    decided about runs unspecialized everywhere, compiled code or not
+    (docs/dynamo.md, "The specialization mode under install()", has the
+    figures).  On 3.11 it raises NotImplementedError, installing nothing."""
     global _patched
+    if type(specialization) is not bool:
+        raise TypeError(
+            "pyframe.dynamo.install() expects specialization=True or False; got "
+            f"{type(specialization).__name__} {specialization!r:.60}"
+        )
     with _lock:
         if _patched is not None:
+            if specialization:
+                _specialization_on()
             return
         _check_no_callback("install")
+        if specialization:
+            _specialization_on()  # first: on 3.11 nothing is installed
         native = compat.native
         patched: list[tuple[Any, str, Any]] = []
         try:
@@ -175,8 +196,23 @@ def install() -> None:
         except BaseException:
             _undo(patched)
             _profiler.follow(False)
+            _specialization_off()
             raise
         _patched = patched
+
+
+def _specialization_on() -> None:
+    global _specialization_ours
+    if not pyframe.specialization_enabled():
+        pyframe.set_specialization(True)
+        _specialization_ours = True
+
+
+def _specialization_off() -> None:
+    global _specialization_ours
+    if _specialization_ours:
+        _specialization_ours = False
+        pyframe.set_specialization(False)
 
 
 def _code_objects(*modules: types.ModuleType) -> list[types.CodeType]:
@@ -232,6 +268,7 @@ def uninstall() -> None:
         _give_back_state()
         _profiler.follow(False)
         _cache.reset_all()
+        _specialization_off()
 
 
 def is_installed() -> bool:
@@ -240,12 +277,13 @@ def is_installed() -> bool:
 
 
 @contextlib.contextmanager
-def installed() -> Iterator[None]:
+def installed(*, specialization: bool = False) -> Iterator[None]:
     """``with pyframe.dynamo.installed(): ...`` installs for the block and
-    uninstalls after it, unless it was installed before the block."""
+    uninstalls after it, unless it was installed before the block
+    (`specialization` as install()'s)."""
     with _lock:
         was = is_installed()
-        install()
+        install(specialization=specialization)
     try:
         yield
     finally:
