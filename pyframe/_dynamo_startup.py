@@ -25,8 +25,12 @@ SPECIALIZATION_VARIABLE = "PYFRAME_DYNAMO_SPECIALIZATION"
 _TARGET = "torch._dynamo"
 
 
+def _is_set(name: str) -> bool:
+    return os.environ.get(name, "") not in ("", "0")
+
+
 def wanted() -> bool:
-    return os.environ.get(ENVIRONMENT_VARIABLE, "") not in ("", "0")
+    return _is_set(ENVIRONMENT_VARIABLE)
 
 
 # True when torch._dynamo's import ended inside pyframe.dynamo's own (which
@@ -48,8 +52,7 @@ def _install() -> None:
 
 
 def _install_with(install: Any) -> None:
-    specialization = os.environ.get(SPECIALIZATION_VARIABLE, "") not in ("", "0")
-    install(specialization=specialization)
+    install(specialization=_is_set(SPECIALIZATION_VARIABLE))
 
 
 def install_deferred(install: Any) -> None:

@@ -106,6 +106,16 @@ def specialization_mode():
         pyframe.set_specialization(False)
 
 
+def dynamo_pth_installed():
+    """Whether pyframe-dynamo.pth (PYFRAME_DYNAMO=1 at interpreter start) is
+    in site-packages: a wheel install has it, an editable one does not."""
+    import site
+
+    return any(
+        os.path.exists(os.path.join(p, "pyframe-dynamo.pth")) for p in site.getsitepackages()
+    )
+
+
 @pytest.fixture
 def clean_dynamo():
     """For the TorchDynamo tests (with_torch/, which use it): Dynamo reset on

@@ -27,7 +27,6 @@ two processes that import torch and compile.
 
 import os
 import signal
-import site
 import socket
 import subprocess
 import sys
@@ -40,6 +39,7 @@ pytest.importorskip("torch", minversion="2.11")
 import dynamo_training as training  # noqa: E402
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
+from conftest import dynamo_pth_installed  # noqa: E402
 
 if not (dist.is_available() and dist.is_gloo_available()):
     pytest.skip("this torch has no torch.distributed with gloo", allow_module_level=True)
@@ -64,11 +64,6 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def pth_installed():
-    paths = site.getsitepackages()
-    return any(os.path.exists(os.path.join(p, "pyframe-dynamo.pth")) for p in paths)
 
 
 def kill(process, out):
@@ -132,7 +127,7 @@ def run_job(launcher, case, out, on_pyframe):
 
 @pytest.mark.parametrize(("launcher", "case"), CASES)
 def test_same_as_native_per_rank(launcher, case, tmp_path):
-    if launcher == "torchrun" and not pth_installed():
+    if launcher == "torchrun" and not dynamo_pth_installed():
         pytest.skip("pyframe-dynamo.pth is not in site-packages (an editable install?)")
     native = run_job(launcher, case, str(tmp_path / "native"), on_pyframe=False)
     ours = run_job(launcher, case, str(tmp_path / "pyframe"), on_pyframe=True)

@@ -26,6 +26,7 @@ pytest.importorskip("torch", minversion="2.11")
 
 import torch  # noqa: E402
 import torch._dynamo.testing  # noqa: E402
+from conftest import dynamo_pth_installed  # noqa: E402
 from torch._dynamo.utils import counters  # noqa: E402
 
 import pyframe  # noqa: E402
@@ -488,10 +489,8 @@ def test_install_inside_compiled_code_is_refused():
 
 
 def test_the_environment_variable_installs_at_start():
-    pth = os.path.join(os.path.dirname(pyframe.__file__), os.pardir, "pyframe-dynamo.pth")
-    site = [p for p in sys.path if p.endswith("site-packages")]
-    if not any(os.path.exists(os.path.join(p, "pyframe-dynamo.pth")) for p in site):
-        pytest.skip(f"pyframe-dynamo.pth is not installed (an editable install?): {pth}")
+    if not dynamo_pth_installed():
+        pytest.skip("pyframe-dynamo.pth is not installed (an editable install?)")
     script = textwrap.dedent("""
         import sys, torch
         assert "pyframe.dynamo" not in sys.modules
@@ -518,8 +517,7 @@ def test_the_environment_variable_installs_at_start():
 def test_the_environment_variable_installs_when_pyframe_dynamo_imports_torch_dynamo():
     # torch._dynamo's import ends inside pyframe.dynamo's own: install()
     # waits for it (once failed: "cannot access submodule 'dynamo'").
-    site = [p for p in sys.path if p.endswith("site-packages")]
-    if not any(os.path.exists(os.path.join(p, "pyframe-dynamo.pth")) for p in site):
+    if not dynamo_pth_installed():
         pytest.skip("pyframe-dynamo.pth is not installed (an editable install?)")
     script = textwrap.dedent("""
         import sys, torch

@@ -15,7 +15,12 @@ import pytest
 pytest.importorskip("torch", minversion="2.11")
 
 import torch  # noqa: E402
-from conftest import HAS_SPECIALIZATION_MODE, IN_SPECIALIZATION_MODE, NO_SPECIALIZATION_MODE  # noqa: E402
+from conftest import (  # noqa: E402
+    HAS_SPECIALIZATION_MODE,
+    IN_SPECIALIZATION_MODE,
+    NO_SPECIALIZATION_MODE,
+    dynamo_pth_installed,
+)
 from torch._dynamo.utils import counters  # noqa: E402
 
 import pyframe  # noqa: E402
@@ -34,7 +39,6 @@ mode_off_around_tests = pytest.mark.skipif(
 # for good (torch 2.11-2.15), pyframe's hook chains to it, and the mode then
 # never steps aside.
 ASIDE_PROGRAM = """
-import sys
 import torch, pyframe, pyframe.dynamo
 from pyframe import _cframe
 
@@ -167,8 +171,7 @@ def test_specialization_must_be_true_or_false():
 
 @needs_the_mode
 def test_the_environment_variable_asks_for_the_mode():
-    site = [p for p in sys.path if p.endswith("site-packages")]
-    if not any(os.path.exists(os.path.join(p, "pyframe-dynamo.pth")) for p in site):
+    if not dynamo_pth_installed():
         pytest.skip("pyframe-dynamo.pth is not installed (an editable install?)")
     script = textwrap.dedent("""
         import torch, pyframe, pyframe.dynamo
