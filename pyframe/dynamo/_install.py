@@ -10,7 +10,8 @@ the layer (_torch_compat.PRESENT) and every module-level name in torch's
 modules that is bound to one of those objects; uninstall() puts each back.
 Modules imported later bind the C module's attribute, whichever it is then.
 It also puts the leaner wrappers of _disable_wrappers in place of the
-disable wrappers Dynamo's compiled code calls on every warm call.
+disable wrappers Dynamo's compiled code calls on every warm call, and has
+torch.compile return _compile_wrapper's compile wrapper.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import pyframe
 
 from . import (
     _cache,
+    _compile_wrapper,
     _compiled_runs,
     _disable_wrappers,
     _frame_layer,
@@ -190,10 +192,12 @@ def install(*, specialization: bool = False) -> None:
             # its callback skips: what they call goes on through the layer
             # (a graph may start compiled code of its own).
             _disable_wrappers.install(patched)
-            for code in _code_objects(_disable_wrappers):
+            _compile_wrapper.install(patched)
+            for code in _code_objects(_disable_wrappers, _compile_wrapper, compat):
                 pyframe.remember(code, pyframe.SKIP, cache=_cache.CACHE)
             _profiler.watch(patched)
         except BaseException:
+            _compile_wrapper.uninstall()
             _undo(patched)
             _profiler.follow(False)
             _specialization_off()
@@ -254,6 +258,7 @@ def uninstall() -> None:
             return
         _check_no_callback("uninstall")
         patched, _patched = _patched, None
+        _compile_wrapper.uninstall()
         _undo(patched)
         # Modules imported while installed bound the layer's objects.
         surface = _frame_layer.SURFACE

@@ -13,6 +13,7 @@ torch 2.11, 2.12, 2.13 and 2.14 for CPython 3.11-3.14; 2.15 for 3.11-3.15.
 from __future__ import annotations
 
 import re
+import threading
 from typing import Any
 
 import torch
@@ -174,3 +175,74 @@ COMPILED_GRAPH_DISABLE_REASON = "do not trace Dynamo-compiled graph"
 # flag through torch.compiler.is_exporting() (torch.compiler._is_exporting_flag),
 # in 2.11-2.15.
 dynamo_eval_frame: Any = torch._dynamo.eval_frame
+
+
+# ---- what Dynamo's compile wrapper reads on every call (_compile_wrapper) -----------
+#
+# The thread-local state behind its questions, read directly.
+# TracingContext.try_get(): torch._guards._TLS.tracing_context (2.11-2.15).
+TRACING_CONTEXT_TLS: Any = torch._guards._TLS
+# is_fx_symbolic_tracing(): true only while FX's tracing flag is; the flag
+# is torch.fx._symbolic_trace._is_fx_tracing_flag in 2.11-2.13 and the
+# thread-local _is_fx_tracing_tls.flag from 2.14 (each release's
+# torch/fx/_symbolic_trace.py).
+FX_TRACING_MODULE: Any = torch.fx._symbolic_trace
+FX_TRACING_TLS: Any = getattr(torch.fx._symbolic_trace, "_is_fx_tracing_tls", None)
+# _is_eager_on_nested_compile() (torch 2.14+): the thread-local depth of
+# _use_eager_on_nested_compile(); before 2.14 no such check.
+EAGER_NESTED_COMPILE_TLS: Any = getattr(dynamo_eval_frame, "_force_eager_nested_compile", None)
+# install_generation_tagging_init(), its context's enter hook: patches
+# nn.Module.__init__ once, marking nn.Module with a class attribute, then
+# counts a generation on every call.  The mark: ___needs_generation_tag_patch
+# = False in 2.11-2.14, ___has_generation_tag_patch = True in 2.15 (read
+# from the function's code).
+_tagging = torch._dynamo.mutation_guard.install_generation_tagging_init
+GENERATION_TAG_MARK: tuple[str, bool] = (
+    ("___has_generation_tag_patch", True)
+    if "___has_generation_tag_patch" in _tagging.__code__.co_names
+    else ("___needs_generation_tag_patch", False)
+)
+# What it re-raises without their tracebacks: UserError too from 2.12.
+COMPILE_WRAPPER_USER_ERRORS: tuple[type[BaseException], ...] = (
+    torch._dynamo.exc.Unsupported,
+    torch._dynamo.exc.UncapturedHigherOrderOpError,
+) + ((torch._dynamo.exc.UserError,) if RELEASE >= (2, 12) else ())
+
+
+# The thread's local dispatch key set, kept across the compiled call: 2.13
+# enters torch._C._ForceDispatchKeyGuard with the sets it read before;
+# 2.14 keeps them on a C++ stack instead (_dynamo_save_local_dispatch_key_set
+# and _dynamo_restore_local_dispatch_key_set, no objects per call); 2.11 and
+# 2.12 do neither (None).
+class _DispatchKeyGuards(threading.local):
+    entered: list[Any]
+
+    def __init__(self) -> None:
+        self.entered = []
+
+
+_dispatch_key_guards = _DispatchKeyGuards()
+
+
+def _enter_dispatch_key_guard() -> None:
+    guard = torch._C._ForceDispatchKeyGuard(
+        torch._C._dispatch_tls_local_include_set(), torch._C._dispatch_tls_local_exclude_set()
+    )
+    guard.__enter__()
+    _dispatch_key_guards.entered.append(guard)
+
+
+def _exit_dispatch_key_guard() -> None:
+    _dispatch_key_guards.entered.pop().__exit__(None, None, None)
+
+
+save_dispatch_keys: Any
+restore_dispatch_keys: Any
+if hasattr(torch._C, "_dynamo_save_local_dispatch_key_set"):
+    save_dispatch_keys = torch._C._dynamo_save_local_dispatch_key_set
+    restore_dispatch_keys = torch._C._dynamo_restore_local_dispatch_key_set
+elif RELEASE >= (2, 13):
+    save_dispatch_keys = _enter_dispatch_key_guard
+    restore_dispatch_keys = _exit_dispatch_key_guard
+else:
+    save_dispatch_keys = restore_dispatch_keys = None
