@@ -102,6 +102,21 @@ def test_warm_calls_give_what_dynamos_wrapper_gives_and_leave_the_thread_as_foun
     assert before == after
 
 
+def test_a_compiled_module_calls_through_the_lean_wrapper_as_natively():
+    def program():
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())
+        backend = torch._dynamo.testing.CompileCounter()
+        compiled = torch.compile(model, backend=backend)
+        x = torch.ones(2, 4)
+        results = [compiled(x).tolist() for _ in range(3)]
+        return is_lean(compiled.forward), results, backend.frame_count, thread_state()
+
+    native, ours = both_ways(program)
+    assert native[0] is False and ours[0] is True
+    assert ours[1:] == native[1:]
+
+
 @pytest.mark.parametrize("dynamic", [True, False])
 def test_enter_hooks_run_and_clean_up_as_natively(dynamic):
     # dynamic= adds an enter hook whose cleanup undoes a config patch.
