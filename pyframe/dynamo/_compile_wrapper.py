@@ -52,6 +52,9 @@ _eager_nested_tls = compat.EAGER_NESTED_COMPILE_TLS
 _jit_tracing = torch._C._is_tracing
 _layer_depth = torch._C._functorch.get_dynamic_layer_stack_depth
 _pop_layers = torch._C._functorch.pop_dynamic_layer_stack_and_undo_to_depth
+_KeyGuard = compat.DISPATCH_KEY_GUARD
+_local_include = torch._C._dispatch_tls_local_include_set
+_local_exclude = torch._C._dispatch_tls_local_exclude_set
 _save_keys = compat.save_dispatch_keys
 _restore_keys = compat.restore_dispatch_keys
 _module_attributes = torch.nn.Module.__dict__
@@ -154,8 +157,12 @@ def _lean(native: types.FunctionType) -> Callable[..., Any] | None:
                 cleanups = [enter() for enter in hooks]
             prior_region = _REGION.swap(region) if _REGION.value != region else None
             depth = _layer_depth()
-            if _save_keys is not None:
-                _save_keys()  # (before the callback: 2.13's is Python code)
+            key_guard = None
+            if _KeyGuard is not None:
+                key_guard = _KeyGuard(_local_include(), _local_exclude())
+                key_guard.__enter__()
+            elif _save_keys is not None:
+                _save_keys()
             try:
                 _set_callback(callback)
                 try:
@@ -180,7 +187,9 @@ def _lean(native: types.FunctionType) -> Callable[..., Any] | None:
                         for cleanup in cleanups:
                             cleanup()
             finally:
-                if _restore_keys is not None:
+                if key_guard is not None:
+                    key_guard.__exit__(None, None, None)
+                elif _restore_keys is not None:
                     _restore_keys()
         finally:
             _set_callback(None)

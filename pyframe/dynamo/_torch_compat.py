@@ -13,7 +13,6 @@ torch 2.11, 2.12, 2.13 and 2.14 for CPython 3.11-3.14; 2.15 for 3.11-3.15.
 from __future__ import annotations
 
 import re
-import threading
 from typing import Any
 
 import torch
@@ -210,39 +209,15 @@ COMPILE_WRAPPER_USER_ERRORS: tuple[type[BaseException], ...] = (
 
 
 # The thread's local dispatch key set, kept across the compiled call: 2.13
-# enters torch._C._ForceDispatchKeyGuard with the sets it read before;
-# 2.14 keeps them on a C++ stack instead (_dynamo_save_local_dispatch_key_set
-# and _dynamo_restore_local_dispatch_key_set, no objects per call); 2.11 and
-# 2.12 do neither (None).
-class _DispatchKeyGuards(threading.local):
-    entered: list[Any]
-
-    def __init__(self) -> None:
-        self.entered = []
-
-
-_dispatch_key_guards = _DispatchKeyGuards()
-
-
-def _enter_dispatch_key_guard() -> None:
-    guard = torch._C._ForceDispatchKeyGuard(
-        torch._C._dispatch_tls_local_include_set(), torch._C._dispatch_tls_local_exclude_set()
-    )
-    guard.__enter__()
-    _dispatch_key_guards.entered.append(guard)
-
-
-def _exit_dispatch_key_guard() -> None:
-    _dispatch_key_guards.entered.pop().__exit__(None, None, None)
-
-
-save_dispatch_keys: Any
-restore_dispatch_keys: Any
+# enters torch._C._ForceDispatchKeyGuard with the sets it read before
+# (DISPATCH_KEY_GUARD); 2.14 keeps them on a C++ stack instead
+# (_dynamo_save_local_dispatch_key_set and _dynamo_restore_local_dispatch_key_set,
+# no objects per call); 2.11 and 2.12 do neither (None).
+DISPATCH_KEY_GUARD: Any = None
+save_dispatch_keys: Any = None
+restore_dispatch_keys: Any = None
 if hasattr(torch._C, "_dynamo_save_local_dispatch_key_set"):
     save_dispatch_keys = torch._C._dynamo_save_local_dispatch_key_set
     restore_dispatch_keys = torch._C._dynamo_restore_local_dispatch_key_set
 elif RELEASE >= (2, 13):
-    save_dispatch_keys = _enter_dispatch_key_guard
-    restore_dispatch_keys = _exit_dispatch_key_guard
-else:
-    save_dispatch_keys = restore_dispatch_keys = None
+    DISPATCH_KEY_GUARD = torch._C._ForceDispatchKeyGuard
