@@ -4,6 +4,7 @@ against the function run eagerly.
 
     python benchmarks/bench_dynamo.py [--rounds N] [--workloads ...] [--json out.json]
                                       [--instructions [NAME ...]] [--specialization]
+                                      [--python-functions]
 
 Three sides run in this one process, on the same workloads
 (dynamo_workloads.py): the function itself (eager), its torch.compile run
@@ -22,6 +23,10 @@ instructions per warm call on each side (x + 1 with the eager backend, or
 the eager-backend workloads named): exact, and the same on a busy machine.
 --specialization runs the pyframe side with install(specialization=True)
 (CPython 3.12+: the code Dynamo skips at no-hook speed).
+--python-functions (with --instructions, CPython 3.12+) runs the counted
+warm calls under CPython's perf trampolines and also reports each Python
+function's instructions per warm call, its callees included
+(python_functions.py); the trampolines add to every count.
 
 The workloads run on the CPU.  In the one-graph ones a 2-element tensor
 makes the call's work small, so what is measured is the frame layer's part
@@ -48,6 +53,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
+import python_functions  # noqa: E402
 from dynamo_workloads import BY_NAME, WORKLOADS  # noqa: E402  (beside this file)
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -106,6 +112,9 @@ def _timed(compiled, args, n, grad):
 SIDES = ("eager", "native", "pyframe")
 # --specialization: the pyframe side runs with install(specialization=True).
 SPECIALIZATION = False
+# --python-functions: the callgrind children run the counted calls under the
+# perf trampolines.
+PYTHON_FUNCTIONS = False
 
 
 class Side:
@@ -209,9 +218,11 @@ def run_timing(torch, workloads, rounds, progress):
 # ---- callgrind ---------------------------------------------------------------------------
 
 
-def instructions_child(side, name, calls, specialization):
+def instructions_child(side, name, calls, mode):
     """Compile a workload on one side, warm it up, make `calls` warm calls:
-    what callgrind counts."""
+    what callgrind counts.  `mode`: plain, specialization (the pyframe side
+    with install(specialization=True)) or trampolines (the warm calls under
+    the perf trampolines)."""
     import torch
 
     import pyframe.dynamo
@@ -219,11 +230,15 @@ def instructions_child(side, name, calls, specialization):
     torch.set_num_threads(1)
     workload = BY_NAME[name]
     if side == "pyframe":
-        pyframe.dynamo.install(specialization=specialization)
+        pyframe.dynamo.install(specialization=mode == "specialization")
     fn, args = workload.make(torch)
     compiled = fn if side == "eager" else torch.compile(fn, **workload.options)
     _calls(compiled, args, WARMUP_CALLS, torch.set_grad_enabled)
+    if mode == "trampolines":
+        sys.activate_stack_trampoline("perf")
     _calls(compiled, args, calls, torch.set_grad_enabled)
+    if mode == "trampolines":
+        sys.deactivate_stack_trampoline()
     if side == "pyframe":
         pyframe.dynamo.uninstall()
 
@@ -272,9 +287,12 @@ def run_instructions(names, progress):
         for name in names:
             entry = report[name] = {}
             functions = entry["functions"] = {}
+            if PYTHON_FUNCTIONS:
+                entry["python_functions"] = {}
             for side in SIDES:
                 counts = []
                 by_function = []
+                by_python_function = []
                 for calls in (small, large):
                     progress("instructions: %s, %s, %d calls under callgrind" % (name, side, calls))
                     out = os.path.join(scratch, "callgrind.%s.%s.%d" % (name, side, calls))
@@ -288,7 +306,11 @@ def run_instructions(names, progress):
                         side,
                         name,
                         str(calls),
-                        "specialization" if SPECIALIZATION else "plain",
+                        "trampolines"
+                        if PYTHON_FUNCTIONS
+                        else "specialization"
+                        if SPECIALIZATION
+                        else "plain",
                     ]
                     # One hash seed for both processes: start-up work then cancels out.
                     # callgrind counts every thread: BLAS's idle workers spin for as
@@ -305,8 +327,17 @@ def run_instructions(names, progress):
                         )
                     counts.append(int(found.group(1).replace(",", "")))
                     by_function.append(_self_instructions(out))
+                    if PYTHON_FUNCTIONS:
+                        pid = int(re.search(r"==(\d+)==", done.stderr).group(1))
+                        try:
+                            by_python_function.append(python_functions.inclusive(out, pid))
+                        finally:
+                            with contextlib.suppress(OSError):
+                                os.remove(python_functions.map_path(pid))
                 entry[side] = (counts[1] - counts[0]) / (large - small)
                 functions[side] = _per_call(*by_function, large - small)
+                if PYTHON_FUNCTIONS:
+                    entry["python_functions"][side] = _per_call(*by_python_function, large - small)
             entry["ratio"] = entry["pyframe"] / entry["native"]
             entry["overhead_ratio"] = _overhead_ratio(entry)
     return report
@@ -341,6 +372,32 @@ def _format_functions(name, functions):
     return lines
 
 
+def _format_python_functions(name, functions):
+    """The Python functions that cost most per warm call, callees included."""
+    native, ours = functions["native"], functions["pyframe"]
+    shown = sorted(set(native) | set(ours), key=lambda f: -max(native.get(f, 0), ours.get(f, 0)))[
+        :FUNCTIONS_SHOWN
+    ]
+    lines = [
+        "",
+        "%s: instructions per warm call in each Python function, its callees included" % name,
+        "(under the perf trampolines), the %d with the most on the native or pyframe side"
+        % FUNCTIONS_SHOWN,
+        "  %-60s %9s %9s %9s" % ("function", "eager", "native", "pyframe"),
+    ]
+    for function in shown:
+        lines.append(
+            "  %-60s %9.0f %9.0f %9.0f"
+            % (
+                function[:60],
+                functions["eager"].get(function, 0),
+                native.get(function, 0),
+                ours.get(function, 0),
+            )
+        )
+    return lines
+
+
 # ---- report ------------------------------------------------------------------------------
 
 
@@ -354,7 +411,11 @@ def format_report(meta, timing, instructions):
         "torch.compile'd functions",
         "%s; torch %s (%d thread); pyframe %s; %d rounds"
         % (meta["python"], meta["torch"], meta["torch_threads"], meta["pyframe"], meta["rounds"]),
-        "pyframe side: install(specialization=%s)" % meta["specialization"],
+        "pyframe side: install(specialization=%s)%s"
+        % (
+            meta["specialization"],
+            "; the counted calls under the perf trampolines" if meta["python_functions"] else "",
+        ),
         "",
         "us of CPU time per call: best round / median round (a round: the fastest of %d batches);"
         % BATCHES,
@@ -409,6 +470,8 @@ def format_report(meta, timing, instructions):
             )
         for name, entry in instructions.items():
             lines += _format_functions(name, entry["functions"])
+            if "python_functions" in entry:
+                lines += _format_python_functions(name, entry["python_functions"])
     return "\n".join(lines)
 
 
@@ -437,6 +500,12 @@ def parse_args(argv):
         action="store_true",
         help="run the pyframe side with install(specialization=True) (CPython 3.12+)",
     )
+    parser.add_argument(
+        "--python-functions",
+        action="store_true",
+        help="with --instructions: also each Python function's instructions per warm call "
+        "(CPython 3.12+, under the perf trampolines, which add to every count)",
+    )
     parser.add_argument("--instructions-child", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.rounds < 0:
@@ -446,6 +515,19 @@ def parse_args(argv):
             "--specialization: CPython %d.%d has no specialization mode (3.12+)"
             % sys.version_info[:2]
         )
+    if args.python_functions:
+        if args.instructions is None:
+            parser.error("--python-functions counts under callgrind: it needs --instructions")
+        if sys.version_info < (3, 12):
+            parser.error(
+                "--python-functions: CPython %d.%d has no perf trampolines (3.12+)"
+                % sys.version_info[:2]
+            )
+        if args.specialization:
+            parser.error(
+                "--python-functions and --specialization: the trampolines' evaluator is a "
+                "PEP 523 function of its own, under which the mode never steps aside"
+            )
     for name in args.instructions or ():
         if name not in CALLGRIND_OK:
             parser.error(
@@ -459,10 +541,11 @@ def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     if args.instructions_child:
         side, name, calls, mode = args.instructions_child
-        instructions_child(side, name, int(calls), mode == "specialization")
+        instructions_child(side, name, int(calls), mode)
         return 0
-    global SPECIALIZATION
+    global SPECIALIZATION, PYTHON_FUNCTIONS
     SPECIALIZATION = args.specialization
+    PYTHON_FUNCTIONS = args.python_functions
 
     def progress(message):
         print("bench_dynamo: " + message, file=sys.stderr, flush=True)
@@ -490,6 +573,7 @@ def main(argv=None):
         "rounds": args.rounds,
         "torch_threads": torch.get_num_threads(),
         "specialization": args.specialization,
+        "python_functions": args.python_functions,
     }
     print(format_report(meta, timing, instructions))
     if args.json:
