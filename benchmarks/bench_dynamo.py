@@ -9,8 +9,9 @@ against the function run eagerly.
 Three sides run in this one process, on the same workloads
 (dynamo_workloads.py): the function itself (eager), its torch.compile run
 natively, and a second torch.compile of it run under pyframe.dynamo.install()
-(installed for that side's batches only, compiled again each round, untimed:
-uninstall() forgets pyframe's entries).  Each round times every side, the
+(made under install(), as in a program that installs first, so that it is
+pyframe's compile wrapper; installed for that side's batches only, compiled
+again each round, untimed: uninstall() forgets pyframe's entries).  Each round times every side, the
 side that goes first rotating from one round to the next.  Time is the
 calling thread's CPU time (torch runs one intra-op thread here), so that a
 busy machine's other processes, which take the CPU away from this one, do
@@ -123,9 +124,19 @@ class Side:
     model), run natively or under pyframe.dynamo.install()."""
 
     def __init__(self, torch, workload, name):
+        import pyframe.dynamo
+
         self.name = name
         self.fn, self.args = workload.make(torch)
-        self.compiled = self.fn if name == "eager" else torch.compile(self.fn, **workload.options)
+        if name == "eager":
+            self.compiled = self.fn
+        elif name == "native":
+            self.compiled = torch.compile(self.fn, **workload.options)
+        else:
+            # As a program that installs first: torch.compile then returns
+            # pyframe's compile wrapper (Dynamo's own when made before).
+            with pyframe.dynamo.installed(specialization=SPECIALIZATION):
+                self.compiled = torch.compile(self.fn, **workload.options)
         self.times = []
 
     def run_round(self, torch, calls):
