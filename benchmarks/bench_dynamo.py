@@ -261,15 +261,8 @@ ANNOTATE_LINE = re.compile(r"^\s*([\d,]+)\s+\(\s*[\d.]+%\)\s+(\S.*?)(?:\s+\[(.*)
 def _self_instructions(out):
     """{function: instructions spent in it (its own, not its callees')} of
     one callgrind output, recursion levels ('2, '3, ...) summed."""
-    done = subprocess.run(
-        ["callgrind_annotate", "--inclusive=no", "--threshold=100", out],
-        capture_output=True,
-        text=True,
-    )
-    if done.returncode != 0:
-        raise SystemExit("bench_dynamo.py: callgrind_annotate failed: " + done.stderr.strip())
     functions = {}
-    listing = done.stdout.split("file:function", 1)[-1]
+    listing = python_functions.annotate(out, inclusive=False).split("file:function", 1)[-1]
     for line in listing.splitlines():
         found = ANNOTATE_LINE.match(line)
         if found is None:

@@ -36,20 +36,31 @@ def read_map(pid):
     return names
 
 
+def annotate(out, inclusive):
+    """callgrind_annotate's listing of callgrind output `out`: each
+    function's instructions, its callees' included when `inclusive`."""
+    done = subprocess.run(
+        [
+            "callgrind_annotate",
+            "--inclusive=" + ("yes" if inclusive else "no"),
+            "--threshold=100",
+            out,
+        ],
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        raise SystemExit("callgrind_annotate failed on %s: %s" % (out, done.stderr.strip()))
+    return done.stdout
+
+
 def inclusive(out, pid):
     """{Python function: its instructions, callees included} in callgrind
     output `out` of process `pid` (the outermost call of a recursion: its
     inner levels are inside it)."""
     names = read_map(pid)
-    done = subprocess.run(
-        ["callgrind_annotate", "--inclusive=yes", "--threshold=100", out],
-        capture_output=True,
-        text=True,
-    )
-    if done.returncode != 0:
-        raise SystemExit("python_functions: callgrind_annotate failed: " + done.stderr.strip())
     functions = {}
-    for line in done.stdout.splitlines():
+    for line in annotate(out, inclusive=True).splitlines():
         found = _UNNAMED.match(line)
         if found is None or found.group(3):
             continue

@@ -39,6 +39,7 @@ import torch
 
 from . import _state
 from . import _torch_compat as compat
+from ._disable_wrappers import take_names
 from ._miss import SWITCH
 
 _set_callback = SWITCH.set
@@ -194,11 +195,7 @@ def _lean(native: types.FunctionType) -> Callable[..., Any] | None:
         finally:
             _set_callback(None)
 
-    for name in functools.WRAPPER_ASSIGNMENTS:
-        try:
-            setattr(compile_wrapper, name, getattr(native, name))
-        except AttributeError:
-            pass
+    take_names(compile_wrapper, native)
     # One dictionary: what is set on either later is on both.
     compile_wrapper.__dict__ = native.__dict__
     if "_torchdynamo_wrapper_id" in native.__dict__:  # Dynamo's: id(the wrapper returned)

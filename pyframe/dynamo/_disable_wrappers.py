@@ -65,6 +65,16 @@ _remembered = pyframe.remembered
 _UNSEEN = -1
 
 
+def take_names(wrapper: Callable[..., Any], native: Callable[..., Any]) -> None:
+    """Gives `wrapper`, standing for Dynamo's `native` wrapper, the names
+    functools.wraps would copy (those `native` has)."""
+    for name in functools.WRAPPER_ASSIGNMENTS:
+        try:
+            setattr(wrapper, name, getattr(native, name))
+        except AttributeError:
+            pass
+
+
 def _run_graph_wrapper(fn: Callable[..., Any], native: Callable[..., Any]) -> Callable[..., Any]:
     """The wrapper through which compiled code calls the graph `fn`, in place
     of `native`, Dynamo's disable wrapper of it (whose attributes it takes:
@@ -88,11 +98,7 @@ def _run_graph_wrapper(fn: Callable[..., Any], native: Callable[..., Any]) -> Ca
         finally:
             _set_callback(prior)
 
-    for name in functools.WRAPPER_ASSIGNMENTS:
-        try:
-            setattr(_fn, name, getattr(native, name))
-        except AttributeError:
-            pass
+    take_names(_fn, native)
     _fn.__dict__.update(native.__dict__)
     _fn._torchdynamo_wrapper_id = id(_fn)  # type: ignore[attr-defined]
     return _fn
