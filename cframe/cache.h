@@ -28,6 +28,10 @@ struct pyframe_owner {
      * an entry's code (eval_frame.c). */
     PyObject *lookup_region;
     PyObject *run_region;
+    /* The threads that have it installed now (hook.c keeps the count): the
+     * specialization mode steps aside while they are all the threads that
+     * have anything installed, since then every frame is decided by it. */
+    Py_ssize_t threads_installed;
 };
 
 /* A remembered decision of one owner about one code object. */

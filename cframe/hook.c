@@ -114,10 +114,16 @@ hook_step_aside(void)
     thread_hook *thread = hook_thread;   /* Borrowed. */
     PyInterpreterState *interp;
 
-    /* Frames of every other thread with a callback must keep reaching the
-     * hook, and a function installed before ours must keep running them. */
-    if (hook_aside || hook_threads_installed != 1 || thread == NULL
-            || thread->cache == NULL || hook_previous_eval != _PyEval_EvalFrameDefault
+    /* While aside, any thread may run (the GIL passes on) and start frames
+     * unseen by the hook: frames of code skipped, inlined; every other
+     * frame starts through its function's vectorcall or is heard of by the
+     * function watcher, either of which steps in (specialize.c), whichever
+     * thread it runs in.  So the threads with something installed must all
+     * decide by this thread's owner: what it skips they skip.  A function
+     * installed before ours must keep running their frames. */
+    if (hook_aside || thread == NULL || thread->cache == NULL
+            || thread->owner->threads_installed != hook_threads_installed
+            || hook_previous_eval != _PyEval_EvalFrameDefault
             || aside_listener == NULL || !aside_listener->may_step_aside()) {
         return;
     }
@@ -200,6 +206,7 @@ thread_hook_free(PyObject *capsule)
     }
     if (thread->cache != NULL) {
         hook_threads_installed--;
+        thread->owner->threads_installed--;
         Py_CLEAR(thread->callback);
         Py_CLEAR(thread->cache);
         thread->owner = NULL;
@@ -255,6 +262,19 @@ pyframe_thread_get_callback(void)
     return hook_thread != NULL ? hook_thread->callback : NULL;
 }
 
+/* Counts the thread as one of `owner`'s and no longer `old_owner`'s
+ * (sign 1), or the other way round (sign -1: undoing that). */
+static void
+owner_count(pyframe_owner *owner, pyframe_owner *old_owner, int sign)
+{
+    if (owner != NULL) {
+        owner->threads_installed += sign;
+    }
+    if (old_owner != NULL) {
+        old_owner->threads_installed -= sign;
+    }
+}
+
 int
 pyframe_thread_replace(PyObject *callback, PyObject *cache, pyframe_owner *owner, int run_only)
 {
@@ -279,9 +299,11 @@ pyframe_thread_replace(PyObject *callback, PyObject *cache, pyframe_owner *owner
     thread->owner = owner;
     thread->run_only = run_only;
     hook_threads_installed += installing - (old_cache != NULL);
+    owner_count(owner, old_owner, 1);
     if (hook_sync() < 0) {
         /* Not installed: leave things as they were. */
         hook_threads_installed -= installing - (old_cache != NULL);
+        owner_count(owner, old_owner, -1);
         Py_XSETREF(thread->callback, old_callback);
         Py_XSETREF(thread->cache, old_cache);
         thread->owner = old_owner;

@@ -251,7 +251,10 @@ function_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, Py
     }
     hook_step_in();
     result = original(callable, args, nargsf, kwnames);
-    hook_step_aside();   /* back to the skipped frame that called */
+    /* Back as the caller ran: a skipped frame of this thread, or any frame
+     * of one while another thread of the same cache had stepped aside (which
+     * hides none: hook.c). */
+    hook_step_aside();
     return result;
 }
 

@@ -146,10 +146,11 @@ def frame_key(code):
     return (code.co_qualname, code.co_filename, code.co_firstlineno)
 
 
-def count_frames(run, *args, skip=(), calls=2):
+def count_frames(run, *args, skip=(), calls=2, cache=None):
     """Runs run(*args) `calls` times under a callback that returns SKIP for
     the code objects in `skip` and counts every other frame it is asked
-    about; returns {(qualname, file, line): frames}."""
+    about, with `cache` (default: the callback's own); returns
+    {(qualname, file, line): frames}."""
     counts = {}
     skip_ids = {id(code) for code in skip}
 
@@ -167,7 +168,7 @@ def count_frames(run, *args, skip=(), calls=2):
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        with pyframe.callback(callback):
+        with pyframe.callback(callback, cache=cache):
             for _ in range(calls):
                 run(*args)
     finally:

@@ -1,19 +1,25 @@
-"""CPython 3.12+: a thread with a callback of its own keeps pyframe's hook in,
-also when it installs (and removes) it while another thread runs aside.
+"""CPython 3.12+: threads in the specialization mode.  A thread with a callback
+of another cache keeps pyframe's hook in, also when it installs (and removes)
+it while another thread runs aside; threads whose callbacks decide by one
+cache step aside together, and none misses a frame for it.
 """
 
 import sys
 import threading
+import time
 
 import pytest
 from conftest import HAS_SPECIALIZATION_MODE, NO_SPECIALIZATION_MODE
+from specialization_scenarios import SCENARIOS
 from specialization_support import (
     WARM_UP,
     aside,
+    count_frames,
     mode_off_at_start,  # noqa: F401
     owned_pair,
     skipping,
     specialization,
+    warm_up,
 )
 
 import pyframe
@@ -193,3 +199,131 @@ def test_threads_installing_and_removing_callbacks_while_another_runs_aside():
         sys.setswitchinterval(interval)
     assert not errors, errors
     assert other_seen[0] == rounds * per_round
+
+
+# ---- threads that decide by one cache step aside together ---------------------------
+
+
+def shared_leaf(a):
+    return a
+
+
+def shared_driver(n, notes):
+    notes.append(aside())
+    for i in range(n):
+        shared_leaf(i)
+
+
+def test_threads_of_one_cache_step_aside_and_see_every_frame():
+    # Both threads' callbacks decide for one pyframe.Cache: what one skips,
+    # both skip, so skipped code steps aside in either while the other has
+    # its callback installed, and neither misses a frame of its leaf, with
+    # the GIL passing between them every few microseconds.
+    cache = pyframe.Cache()
+    both_in = threading.Barrier(2, timeout=30)
+    rounds, per_round = 300, 50
+    results = {}
+    errors = []
+
+    def worker(name):
+        seen = [0]
+
+        def callback(frame):
+            if frame.f_code is shared_driver.__code__:
+                return pyframe.SKIP
+            if frame.f_code is shared_leaf.__code__:
+                seen[0] += 1
+            return None
+
+        notes = []
+        try:
+            with pyframe.callback(callback, cache=cache):
+                both_in.wait()
+                for _ in range(rounds):
+                    shared_driver(per_round, notes)
+                both_in.wait()  # the other thread is still installed until here
+        except BaseException as exc:  # reported by the main thread
+            errors.append(exc)
+            both_in.abort()
+        results[name] = (seen[0], notes)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)
+    try:
+        with specialization():
+            threads = [threading.Thread(target=worker, args=(name,)) for name in "ab"]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join(60)
+    finally:
+        sys.setswitchinterval(interval)
+    assert not errors, errors
+    for name in "ab":
+        seen, notes = results[name]
+        assert seen == rounds * per_round, f"thread {name} missed leaf frames"
+        assert True in notes, f"thread {name}'s skipped code never ran aside"
+
+
+def spin_leaf(a):
+    return a
+
+
+def spin_driver(n, notes):
+    notes.append(aside())
+    for i in range(n):
+        spin_leaf(i)
+
+
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_no_frame_missed_in_a_thread_while_another_runs_aside(name):
+    # A second thread of the same cache runs skipped code stepped aside
+    # again and again while this one runs each shape of call: the hook is
+    # stepped aside at moments this thread does not choose, and no frame of
+    # its may go unseen for that.
+    run, _ = SCENARIOS[name]
+    code = run.__code__
+    cache = pyframe.Cache()
+    started = threading.Event()
+    stop = threading.Event()
+    notes = []
+    errors = []
+
+    def spinner():
+        try:
+            with pyframe.callback(skipping(spin_driver.__code__, spin_leaf.__code__), cache=cache):
+                started.set()
+                while not stop.is_set():
+                    spin_driver(100, notes)
+        except BaseException as exc:  # reported by the main thread
+            errors.append(exc)
+        finally:
+            started.set()
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)
+    try:
+        with specialization():
+            warm_up("under-callback", run, phase="under-callback")
+            # Installed for this thread before the spinner starts: its
+            # notes are all taken while both threads decide by `cache`.
+            with pyframe.run_only(cache):
+                worker = threading.Thread(target=spinner)
+                worker.start()
+                try:
+                    started.wait(10)
+                    while len(notes) < 3 and worker.is_alive():
+                        time.sleep(0.001)  # the spinner's calls past the first, deciding one
+                    in_mode = count_frames(run, skip={code}, cache=cache, calls=20)
+                finally:
+                    stop.set()
+                    worker.join(30)
+    finally:
+        sys.setswitchinterval(interval)
+    assert not errors, errors
+    # Without the mode, one thread: every frame reaches the hook.  (After
+    # the mode, as test_specialization_calls counts: CPython 3.13.0 inlines
+    # __init__ at a site warmed up before, hook or not.)
+    reference = count_frames(run, skip={code}, calls=20)
+    assert in_mode == reference
+    assert True in notes[1:], "the other thread never ran aside"

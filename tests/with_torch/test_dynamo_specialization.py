@@ -76,6 +76,70 @@ def test_code_dynamo_skips_runs_aside_while_compiled_code_runs():
     ]
 
 
+# Two threads in compiled code at once: both callbacks are Dynamo's, with
+# one cache, so the code Dynamo skips steps aside in either while the other
+# is inside compiled code too (barriers inside the skipped code keep both
+# there while the probes look).
+THREADS_ASIDE_PROGRAM = """
+import threading
+import torch, pyframe, pyframe.dynamo
+from pyframe import _cframe
+
+both_in = threading.Barrier(2, timeout=60)
+
+def probe_frame():
+    # Whether this frame, skipped, starts with pyframe's hook stepped aside.
+    return _cframe._specialization_aside()
+
+def aside_probe():
+    both_in.wait()
+    aside = probe_frame()
+    both_in.wait()  # neither leaves compiled code before both have probed
+    return aside
+
+def with_a_probe_between_graphs(x):
+    y = x + 1
+    torch._dynamo.graph_break()
+    return y * 2, aside_probe()
+
+results = {}
+
+def worker(name, fn):
+    results[name] = [fn(torch.ones(2) * i) for i in range(20)]
+
+with pyframe.dynamo.installed(specialization=True):
+    torch._dynamo.eval_frame.skip_code(aside_probe.__code__)
+    torch._dynamo.eval_frame.skip_code(probe_frame.__code__)
+    fn = torch.compile(with_a_probe_between_graphs, backend="eager")
+    threads = [threading.Thread(target=worker, args=(name, fn)) for name in "ab"]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+for name in "ab":
+    values = [y.tolist() for y, _ in results[name]]
+    print(values == [[(i + 1) * 2.0] * 2 for i in range(20)], any(a for _, a in results[name][1:]))
+print(torch._dynamo.utils.counters["frames"]["ok"])
+"""
+
+
+@needs_the_mode
+def test_code_dynamo_skips_runs_aside_in_threads_running_compiled_code_at_once():
+    env = dict(os.environ, PYFRAME_DYNAMO="0")
+    env.pop("PYFRAME_TEST_SPECIALIZATION", None)
+    result = subprocess.run(
+        [sys.executable, "-c", THREADS_ASIDE_PROGRAM],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.split("\n")
+    assert lines[:2] == ["True True", "True True"]
+    assert int(lines[2]) >= 2  # the function and its resume function, compiled
+
+
 def summarize(rows):
     # Standard-library Python between graphs: code Dynamo skips.
     text = json.dumps(rows, sort_keys=True)
