@@ -4,6 +4,7 @@ behind for the next mode.  A new mode is one entry in MODES."""
 
 import contextlib
 import sys
+import threading
 
 import workloads
 
@@ -83,6 +84,35 @@ def _pyframe_skip_specialized(env):
     try:
         with _pyframe_mode(_skip_callback)(env):
             yield
+    finally:
+        pyframe.set_specialization(False)
+
+
+@contextlib.contextmanager
+def _pyframe_skip_specialized_threads(env):
+    # As pyframe-skip-spec, with a second thread that has the same callback
+    # (and so the same cache) installed, waiting, while the workload runs.
+    pyframe = env.pyframe
+    pyframe.set_specialization(True)
+    try:
+        with _pyframe_mode(_skip_callback)(env):
+            callback = pyframe.get_callback()
+            installed, done = threading.Event(), threading.Event()
+
+            def other_thread():
+                with pyframe.callback(callback):
+                    installed.set()
+                    done.wait()
+
+            thread = threading.Thread(target=other_thread, daemon=True)
+            thread.start()
+            try:
+                if not installed.wait(30):
+                    raise RuntimeError("pyframe-skip-spec-threads: the second thread did not start")
+                yield
+            finally:
+                done.set()
+                thread.join()
     finally:
         pyframe.set_specialization(False)
 
@@ -296,6 +326,13 @@ MODES = [
         "pyframe",
         "pyframe in the specialization mode, callback returns SKIP",
         _pyframe_skip_specialized,
+        _needs_specialization_mode,
+    ),
+    Mode(
+        "pyframe-skip-spec-threads",
+        "pyframe",
+        "as pyframe-skip-spec, with a second thread of the same callback installed, waiting",
+        _pyframe_skip_specialized_threads,
         _needs_specialization_mode,
     ),
     Mode(
