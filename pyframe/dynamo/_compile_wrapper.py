@@ -138,22 +138,28 @@ def _lean(native: types.FunctionType) -> Callable[..., Any] | None:
             or _jit_tracing()
         ):
             return native(*args, **kwargs)
-        prior = _set_callback(None)
+        # The common case: the one hook is the generation's and nn.Module is
+        # patched, so all it does is count a generation, and no Python runs
+        # before fn: the callback goes on at once, in the call that says
+        # whether one was on already.
+        counted = (
+            generation_hook is not None
+            and len(hooks) == 1
+            and hooks[0] is generation_hook
+            and _module_attributes.get(_TAG_NAME) is _TAG_PATCHED
+            and _eval_frame.install_generation_tagging_init is _install_generation_tagging_init
+        )
+        prior = _set_callback(callback if counted else None)
         if prior is not None:  # nested under a callback: as natively
             _set_callback(prior)
             return native(*args, **kwargs)
         try:
-            if len(hooks) == 1 and hooks[0] is generation_hook:
+            if counted:
                 cleanups = None
-                # All the hook does: once nn.Module is patched, a generation.
-                if (
-                    _module_attributes.get(_TAG_NAME) is _TAG_PATCHED
-                    and _eval_frame.install_generation_tagging_init
-                    is _install_generation_tagging_init
-                ):
-                    _GenerationTracker.generation += 1
-                else:
-                    _eval_frame.install_generation_tagging_init()
+                _GenerationTracker.generation += 1
+            elif len(hooks) == 1 and hooks[0] is generation_hook:
+                cleanups = None
+                _eval_frame.install_generation_tagging_init()
             else:
                 cleanups = [enter() for enter in hooks]
             prior_region = _REGION.swap(region) if _REGION.value != region else None
@@ -165,7 +171,8 @@ def _lean(native: types.FunctionType) -> Callable[..., Any] | None:
             elif _save_keys is not None:
                 _save_keys()
             try:
-                _set_callback(callback)
+                if not counted:
+                    _set_callback(callback)
                 try:
                     return fn(*args, **kwargs)
                 except _USER_ERRORS as e:
@@ -192,8 +199,9 @@ def _lean(native: types.FunctionType) -> Callable[..., Any] | None:
                     key_guard.__exit__(None, None, None)
                 elif _restore_keys is not None:
                     _restore_keys()
-        finally:
-            _set_callback(None)
+        except BaseException:
+            _set_callback(None)  # off, whatever raised before fn ran
+            raise
 
     take_names(compile_wrapper, native)
     # One dictionary: what is set on either later is on both.
