@@ -14,6 +14,8 @@ from cpython.pythread cimport PyThread_get_thread_ident
 
 cdef extern from "Python.h":
     PyObject *PyThreadState_GetDict()
+    PyThreadState *PyThreadState_Get()
+    unsigned long long PyThreadState_GetID(PyThreadState *tstate)
     PyObject *PyDict_GetItemWithError(object d, object key) except? NULL
     object PyLong_FromVoidPtr(void *p)
 
@@ -29,6 +31,11 @@ cdef class _SwitchState:
     cdef object switch      # the Switch it belongs to
     cdef long thread
     cdef bint detached
+
+    def __dealloc__(self):
+        # The switch's memo borrows its state: it must not outlive it.
+        if self.switch is not None and (<Switch>self.switch)._last == <PyObject *>self:
+            (<Switch>self.switch)._last = NULL
 
 
 @cython.final
@@ -51,6 +58,12 @@ cdef class Switch:
     cdef readonly object make_callback
     # The pyframe callback made for each value.
     cdef _SwitchMade _made
+    # The state _state() found last (borrowed: a state forgets itself here
+    # when freed) and the id of the thread state it belongs to, which no
+    # other thread state ever has: a JIT flips its switch in one thread
+    # again and again, and the thread-dict lookup costs most of a set().
+    cdef PyObject *_last
+    cdef unsigned long long _last_thread
     cdef object __weakref__
 
     def __init__(self, cache, make_callback=None):
@@ -70,21 +83,27 @@ cdef class Switch:
     cdef _SwitchState _state(self, bint create):
         # Kept in the thread's state dict, keyed by the switch: it goes when
         # the thread does.
-        cdef PyObject *tdict = PyThreadState_GetDict()
+        cdef unsigned long long thread = PyThreadState_GetID(PyThreadState_Get())
+        cdef PyObject *tdict
         cdef PyObject *found
         cdef _SwitchState state
+        if self._last != NULL and self._last_thread == thread:
+            return <_SwitchState>self._last
+        tdict = PyThreadState_GetDict()
         if tdict == NULL:
             raise RuntimeError("pyframe.Switch: this thread has no state dict")
         found = PyDict_GetItemWithError(<object>tdict, self)
-        if found != NULL:
-            return <_SwitchState>found
-        if not create:
-            return None
-        state = _SwitchState.__new__(_SwitchState)
-        state.switch = self
-        state.thread = PyThread_get_thread_ident()
-        (<dict>tdict)[self] = state
-        return state
+        if found == NULL:
+            if not create:
+                return None
+            state = _SwitchState.__new__(_SwitchState)
+            state.switch = self
+            state.thread = PyThread_get_thread_ident()
+            (<dict>tdict)[self] = state
+            found = <PyObject *>state
+        self._last = found
+        self._last_thread = thread
+        return <_SwitchState>found
 
     def callback_for(self, value):
         """The pyframe callback ``set(value)`` installs for `value`."""
@@ -165,6 +184,7 @@ cdef class Switch:
         cdef PyObject *tdict = PyThreadState_GetDict()
         fresh.switch = self
         fresh.thread = state.thread
+        self._last = NULL   # the thread's state is another from now on
         (<dict>tdict)[self] = fresh
         state.detached = True
         return state
@@ -187,6 +207,7 @@ cdef class Switch:
             raise ValueError("pyframe.Switch.attach(): this state is attached already")
         self.set(None)
         detached.detached = False
+        self._last = NULL   # as in detach()
         (<dict>PyThreadState_GetDict())[self] = detached
 
 
