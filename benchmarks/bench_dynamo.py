@@ -245,11 +245,18 @@ def instructions_child(side, name, calls, mode):
     fn, args = workload.make(torch)
     compiled = fn if side == "eager" else torch.compile(fn, **workload.options)
     _calls(compiled, args, WARMUP_CALLS, torch.set_grad_enabled)
+    # As the timed rounds: no collection during the calls counted.  Where a
+    # collection falls depends on every allocation before it, so one
+    # falling into the 1200-call process and not the 200-call one moved the
+    # count per call by about 4,000 instructions between runs of one build.
+    gc.collect()
+    gc.disable()
     if mode == "trampolines":
         sys.activate_stack_trampoline("perf")
     _calls(compiled, args, calls, torch.set_grad_enabled)
     if mode == "trampolines":
         sys.deactivate_stack_trampoline()
+    gc.enable()
     if side == "pyframe":
         pyframe.dynamo.uninstall()
 
