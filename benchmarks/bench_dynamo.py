@@ -361,26 +361,15 @@ def _format_functions(name, functions):
         set(native) | set(ours),
         key=lambda f: -(abs(native.get(f, 0)) + abs(ours.get(f, 0))),
     )[:FUNCTIONS_SHOWN]
-    lines = [
+    return [
         "",
         "%s: instructions per warm call spent in each C function (its own, not its callees'),"
         % name,
         "the %d with the most on the native and pyframe sides together (all Python code runs"
         % FUNCTIONS_SHOWN,
         "in _PyEval_EvalFrameDefault)",
-        "  %-48s %9s %9s %9s" % ("function", "eager", "native", "pyframe"),
+        *_function_rows(functions, shown, 48),
     ]
-    for function in shown:
-        lines.append(
-            "  %-48s %9.0f %9.0f %9.0f"
-            % (
-                function[:48],
-                functions["eager"].get(function, 0),
-                native.get(function, 0),
-                ours.get(function, 0),
-            )
-        )
-    return lines
 
 
 def _format_python_functions(name, functions):
@@ -389,24 +378,23 @@ def _format_python_functions(name, functions):
     shown = sorted(set(native) | set(ours), key=lambda f: -max(native.get(f, 0), ours.get(f, 0)))[
         :FUNCTIONS_SHOWN
     ]
-    lines = [
+    return [
         "",
         "%s: instructions per warm call in each Python function, its callees included" % name,
         "(under the perf trampolines), the %d with the most on the native or pyframe side"
         % FUNCTIONS_SHOWN,
-        "  %-60s %9s %9s %9s" % ("function", "eager", "native", "pyframe"),
+        *_function_rows(functions, shown, 60),
     ]
+
+
+def _function_rows(functions, shown, width):
+    """A header and a row per function in `shown`: its instructions per warm
+    call on each side, the name cut to `width`."""
+    rows = ["  %-*s %9s %9s %9s" % (width, "function", *SIDES)]
     for function in shown:
-        lines.append(
-            "  %-60s %9.0f %9.0f %9.0f"
-            % (
-                function[:60],
-                functions["eager"].get(function, 0),
-                native.get(function, 0),
-                ours.get(function, 0),
-            )
-        )
-    return lines
+        counts = [functions[side].get(function, 0) for side in SIDES]
+        rows.append("  %-*s %9.0f %9.0f %9.0f" % (width, function[:width], *counts))
+    return rows
 
 
 # ---- report ------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import sys
 import tempfile
 
 import workloads
-from modes import MODES_BY_NAME, check_clean
+from modes import MODES_BY_NAME, NAME_WIDTH, check_clean
 
 BENCH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench.py")
 
@@ -120,12 +120,11 @@ def format_instructions(report):
 
 def _format_workload(workload_name, report):
     small, large = INSTRUCTION_SIZES[workload_name]
-    width = max([25, *map(len, report)])
     lines = [
         "instructions per %s, %s (callgrind; size %d minus size %d, divided by the units)"
         % (UNIT_NAMES[workload_name], workload_name, large, small),
         "  %-*s %12s %9s %9s %12s %10s"
-        % (width, "mode", "instr/unit", "x none", "x floor", "x monitoring", "x settrace"),
+        % (NAME_WIDTH, "mode", "instr/unit", "x none", "x floor", "x monitoring", "x settrace"),
     ]
 
     def per_call(name):
@@ -133,12 +132,12 @@ def _format_workload(workload_name, report):
 
     for name, entry in report.items():
         if "error" in entry:
-            lines.append("  %-*s failed: %s" % (width, name, entry["error"]))
+            lines.append("  %-*s failed: %s" % (NAME_WIDTH, name, entry["error"]))
             continue
         value = entry["per_call"]
         ratios = []
         for base in ("none", "floor", "monitoring", "settrace"):
             reference = per_call(base)
             ratios.append("%.2f" % (value / reference) if reference else "-")
-        lines.append("  %-*s %12.0f %9s %9s %12s %10s" % (width, name, value, *ratios))
+        lines.append("  %-*s %12.0f %9s %9s %12s %10s" % (NAME_WIDTH, name, value, *ratios))
     return "\n".join(lines)

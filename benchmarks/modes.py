@@ -93,28 +93,24 @@ def _pyframe_skip_specialized_threads(env):
     # As pyframe-skip-spec, with a second thread that has the same callback
     # (and so the same cache) installed, waiting, while the workload runs.
     pyframe = env.pyframe
-    pyframe.set_specialization(True)
-    try:
-        with _pyframe_mode(_skip_callback)(env):
-            callback = pyframe.get_callback()
-            installed, done = threading.Event(), threading.Event()
+    with _pyframe_skip_specialized(env):
+        callback = pyframe.get_callback()
+        installed, done = threading.Event(), threading.Event()
 
-            def other_thread():
-                with pyframe.callback(callback):
-                    installed.set()
-                    done.wait()
+        def other_thread():
+            with pyframe.callback(callback):
+                installed.set()
+                done.wait()
 
-            thread = threading.Thread(target=other_thread, daemon=True)
-            thread.start()
-            try:
-                if not installed.wait(30):
-                    raise RuntimeError("pyframe-skip-spec-threads: the second thread did not start")
-                yield
-            finally:
-                done.set()
-                thread.join()
-    finally:
-        pyframe.set_specialization(False)
+        thread = threading.Thread(target=other_thread, daemon=True)
+        thread.start()
+        try:
+            if not installed.wait(30):
+                raise RuntimeError("pyframe-skip-spec-threads: the second thread did not start")
+            yield
+        finally:
+            done.set()
+            thread.join()
 
 
 def _skip_callback(pyframe):
@@ -395,6 +391,9 @@ MODES = [
         only=("tensor",),
     ),
 ]
+# The widest mode name: the reports' first column.
+NAME_WIDTH = max(len(mode.name) for mode in MODES)
+
 MODES_BY_NAME = {m.name: m for m in MODES}
 
 

@@ -3,6 +3,8 @@
 import sys
 import time
 
+from modes import NAME_WIDTH
+
 # When even `none` varies this much (median over best), say the machine is noisy.
 NOISY_SPREAD = 1.25
 
@@ -43,9 +45,9 @@ def print_report(meta, summary, modes, unavailable, errors, memory):
         file=out,
     )
     for name, reason in unavailable.items():
-        print("  not available: %-25s %s" % (name, reason), file=out)
+        print("  not available: %-*s %s" % (NAME_WIDTH, name, reason), file=out)
     for name, error in errors.items():
-        print("  FAILED:        %-25s %s" % (name, error), file=out)
+        print("  FAILED:        %-*s %s" % (NAME_WIDTH, name, error), file=out)
     for wname, w in summary.items():
         calls = w["hook_calls_per_run"]
         print(file=out)
@@ -55,8 +57,8 @@ def print_report(meta, summary, modes, unavailable, errors, memory):
             file=out,
         )
         print(
-            "  %-25s %10s %10s %8s %8s %12s"
-            % ("mode", "best ms", "median ms", "x none", "x floor", "+ns/call"),
+            "  %-*s %10s %10s %8s %8s %12s"
+            % (NAME_WIDTH, "mode", "best ms", "median ms", "x none", "x floor", "+ns/call"),
             file=out,
         )
         for m in modes:
@@ -65,8 +67,9 @@ def print_report(meta, summary, modes, unavailable, errors, memory):
                 continue
             show_floor = m.group in ("pyframe", "floor-callback")
             print(
-                "  %-25s %10.2f %10.2f %8s %8s %12s"
+                "  %-*s %10.2f %10.2f %8s %8s %12s"
                 % (
+                    NAME_WIDTH,
                     m.name,
                     e["best_ms"],
                     e["median_ms"],
@@ -80,12 +83,15 @@ def print_report(meta, summary, modes, unavailable, errors, memory):
         names = list(summary)
         print(file=out)
         print("time / time(none), best of rounds:", file=out)
-        print("  %-25s" % "mode" + "".join("%12s" % n for n in names), file=out)
+        print("  %-*s" % (NAME_WIDTH, "mode") + "".join("%12s" % n for n in names), file=out)
         for m in modes:
             cells = [summary[n]["modes"].get(m.name, {}).get("ratio_none") for n in names]
             if all(c is None for c in cells):
                 continue
-            print("  %-25s" % m.name + "".join("%12s" % _fmt(c, ".2f") for c in cells), file=out)
+            print(
+                "  %-*s" % (NAME_WIDTH, m.name) + "".join("%12s" % _fmt(c, ".2f") for c in cells),
+                file=out,
+            )
     noisy = [
         "%s %.2f" % (name, w["modes"]["none"]["median_ms"] / w["modes"]["none"]["best_ms"])
         for name, w in summary.items()
@@ -105,13 +111,19 @@ def print_report(meta, summary, modes, unavailable, errors, memory):
             "fresh process per mode" % _fmt(frames, ",d", "?"),
             file=out,
         )
-        print("  %-25s %14s %14s %12s" % ("mode", "warm KiB", "after KiB", "growth KiB"), file=out)
+        print(
+            "  %-*s %14s %14s %12s" % (NAME_WIDTH, "mode", "warm KiB", "after KiB", "growth KiB"),
+            file=out,
+        )
         for name, r in memory.items():
             if "growth_kib" in r:
                 print(
-                    "  %-25s %14d %14d %12d"
-                    % (name, r["before_kib"], r["after_kib"], r["growth_kib"]),
+                    "  %-*s %14d %14d %12d"
+                    % (NAME_WIDTH, name, r["before_kib"], r["after_kib"], r["growth_kib"]),
                     file=out,
                 )
             else:
-                print("  %-25s %s" % (name, r.get("unavailable") or r.get("error")), file=out)
+                print(
+                    "  %-*s %s" % (NAME_WIDTH, name, r.get("unavailable") or r.get("error")),
+                    file=out,
+                )

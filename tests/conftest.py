@@ -423,6 +423,18 @@ INTERNED = sys.intern("pyframe test: an interned str")
 IMMORTAL_FROM_312 = (None, True, False, -5, 0, 1, 7, 255, 256, INTERNED)
 
 
+@contextlib.contextmanager
+def switch_interval(seconds):
+    """The GIL passed between threads every `seconds` in the block (to
+    interleave them finely), CPython's interval back after it."""
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(seconds)
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(interval)
+
+
 def refcounts(objects):
     """sys.getrefcount of each of `objects`, then of each of IMMORTAL_FROM_312.
     Floats: a list of ints would hold references to the small ints it counts

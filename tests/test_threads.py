@@ -9,11 +9,10 @@ guards accept.
 """
 
 import gc
-import sys
 import threading
 from dataclasses import dataclass, field
 
-from conftest import with_const
+from conftest import switch_interval, with_const
 
 import pyframe
 
@@ -148,15 +147,11 @@ def test_eight_threads_with_their_own_callbacks():
     ]
     # Switch threads often, so callbacks, guards and cache updates of
     # different threads interleave.
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-4)
-    try:
+    with switch_interval(1e-4):
         for thread in threads:
             thread.start()
         for thread in threads:
             thread.join(120)
-    finally:
-        sys.setswitchinterval(interval)
     assert not any(thread.is_alive() for thread in threads), "a worker thread hung"
     assert errors == {}
     for worker in workers:

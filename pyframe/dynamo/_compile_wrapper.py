@@ -142,10 +142,9 @@ def _lean(native: types.FunctionType) -> Callable[..., Any] | None:
         # patched, so all it does is count a generation, and no Python runs
         # before fn: the callback goes on at once, in the call that says
         # whether one was on already.
+        generation_only = len(hooks) == 1 and hooks[0] is generation_hook
         counted = (
-            generation_hook is not None
-            and len(hooks) == 1
-            and hooks[0] is generation_hook
+            generation_only
             and _module_attributes.get(_TAG_NAME) is _TAG_PATCHED
             and _eval_frame.install_generation_tagging_init is _install_generation_tagging_init
         )
@@ -157,7 +156,7 @@ def _lean(native: types.FunctionType) -> Callable[..., Any] | None:
             if counted:
                 cleanups = None
                 _GenerationTracker.generation += 1
-            elif len(hooks) == 1 and hooks[0] is generation_hook:
+            elif generation_only:
                 cleanups = None
                 _eval_frame.install_generation_tagging_init()
             else:

@@ -4,12 +4,11 @@ it while another thread runs aside; threads whose callbacks decide by one
 cache step aside together, and none misses a frame for it.
 """
 
-import sys
 import threading
 import time
 
 import pytest
-from conftest import HAS_SPECIALIZATION_MODE, NO_SPECIALIZATION_MODE
+from conftest import HAS_SPECIALIZATION_MODE, NO_SPECIALIZATION_MODE, switch_interval
 from specialization_scenarios import SCENARIOS
 from specialization_support import (
     WARM_UP,
@@ -185,18 +184,14 @@ def test_threads_installing_and_removing_callbacks_while_another_runs_aside():
 
     owned_leaf, owned_driver = owned_pair()
     codes = (owned_driver.__code__, owned_leaf.__code__)
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-5)  # many switches between the two threads
-    try:
-        with specialization(), pyframe.callback(skipping(*codes)):
-            owned_driver(10)
-            worker = threading.Thread(target=other_thread)
-            worker.start()
-            while not stop.is_set():
-                owned_driver(200)
-            worker.join(30)
-    finally:
-        sys.setswitchinterval(interval)
+    # Many switches between the two threads.
+    with switch_interval(1e-5), specialization(), pyframe.callback(skipping(*codes)):
+        owned_driver(10)
+        worker = threading.Thread(target=other_thread)
+        worker.start()
+        while not stop.is_set():
+            owned_driver(200)
+        worker.join(30)
     assert not errors, errors
     assert other_seen[0] == rounds * per_round
 
@@ -247,17 +242,12 @@ def test_threads_of_one_cache_step_aside_and_see_every_frame():
             both_in.abort()
         results[name] = (seen[0], notes)
 
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-5)
-    try:
-        with specialization():
-            threads = [threading.Thread(target=worker, args=(name,)) for name in "ab"]
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join(60)
-    finally:
-        sys.setswitchinterval(interval)
+    with switch_interval(1e-5), specialization():
+        threads = [threading.Thread(target=worker, args=(name,)) for name in "ab"]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
     assert not errors, errors
     for name in "ab":
         seen, notes = results[name]
@@ -300,26 +290,21 @@ def test_no_frame_missed_in_a_thread_while_another_runs_aside(name):
         finally:
             started.set()
 
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-5)
-    try:
-        with specialization():
-            warm_up("under-callback", run, phase="under-callback")
-            # Installed for this thread before the spinner starts: its
-            # notes are all taken while both threads decide by `cache`.
-            with pyframe.run_only(cache):
-                worker = threading.Thread(target=spinner)
-                worker.start()
-                try:
-                    started.wait(10)
-                    while len(notes) < 3 and worker.is_alive():
-                        time.sleep(0.001)  # the spinner's calls past the first, deciding one
-                    in_mode = count_frames(run, skip={code}, cache=cache, calls=20)
-                finally:
-                    stop.set()
-                    worker.join(30)
-    finally:
-        sys.setswitchinterval(interval)
+    with switch_interval(1e-5), specialization():
+        warm_up("under-callback", run, phase="under-callback")
+        # Installed for this thread before the spinner starts: its
+        # notes are all taken while both threads decide by `cache`.
+        with pyframe.run_only(cache):
+            worker = threading.Thread(target=spinner)
+            worker.start()
+            try:
+                started.wait(10)
+                while len(notes) < 3 and worker.is_alive():
+                    time.sleep(0.001)  # the spinner's calls past the first, deciding one
+                in_mode = count_frames(run, skip={code}, cache=cache, calls=20)
+            finally:
+                stop.set()
+                worker.join(30)
     assert not errors, errors
     # Without the mode, one thread: every frame reaches the hook.  (After
     # the mode, as test_specialization_calls counts: CPython 3.13.0 inlines
